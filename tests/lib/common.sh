@@ -1,0 +1,69 @@
+# tests/lib/common.sh: helpers for guest test cases (sourced, bash).
+#
+# A case is an executable script in tests/cases/.  It exits 0 to pass,
+# 77 to skip (after calling skip "reason"), anything else to fail.  Its
+# output goes to a log that the runner shows when it fails.
+
+SF_ROOT=${SF_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+SCRATCH_MNT=${SCRATCH_MNT:-/mnt/scratch}
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+info() { echo "# $*"; }
+
+# The n-th scratch disk (0-based), or skip when qemu/run gave none.
+scratch_dev() {
+	local n=${1:-0} i=0 d
+	for d in $SF_SCRATCH; do
+		[ "$i" = "$n" ] && { echo "$d"; return 0; }
+		i=$((i + 1))
+	done
+	skip "no scratch disk $n (qemu/run --disk SIZE)"
+}
+
+require_guest() {
+	[ -n "${SF_GUEST:-}" ] || skip "must run inside a qemu/run guest"
+}
+
+require_cmd() {
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null || skip "$c not installed"
+	done
+}
+
+require_fs() {
+	grep -qw "$1" /proc/filesystems || skip "kernel has no $1 support"
+}
+
+# mkfs a btrfs on the n-th scratch disk and mount it on $SCRATCH_MNT.
+scratch_btrfs() {
+	local dev
+	require_guest
+	require_cmd mkfs.btrfs btrfs
+	require_fs btrfs
+	dev=$(scratch_dev "${1:-0}") || exit 77
+	shift || true
+	mkdir -p "$SCRATCH_MNT"
+	umount "$SCRATCH_MNT" 2>/dev/null
+	mkfs.btrfs -q -f "$@" "$dev" >/dev/null || fail "mkfs.btrfs $* $dev"
+	mount -t btrfs "$dev" "$SCRATCH_MNT" || fail "mount $dev"
+	SCRATCH_DEV=$dev
+}
+
+scratch_cycle() {
+	umount "$SCRATCH_MNT" || fail "umount $SCRATCH_MNT"
+	mount -t btrfs "$SCRATCH_DEV" "$SCRATCH_MNT" || fail "remount $SCRATCH_DEV"
+}
+
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+
+# Page cache in KiB ("Cached" in /proc/meminfo).
+cached_kb() { awk '/^Cached:/ { print $2 }' /proc/meminfo; }
+
+# Deterministic pseudo-random data: gen_data FILE MIB SEED
+gen_data() {
+	openssl enc -aes-128-ctr -nosalt -pbkdf2 -pass pass:"$3" -in /dev/zero 2>/dev/null |
+		head -c "$(( $2 * 1048576 ))" >"$1"
+	[ "$(stat -c %s "$1")" = $(( $2 * 1048576 )) ] || fail "gen_data $1 $2 MiB"
+}
