@@ -67,3 +67,26 @@ gen_data() {
 		head -c "$(( $2 * 1048576 ))" >"$1"
 	[ "$(stat -c %s "$1")" = $(( $2 * 1048576 )) ] || fail "gen_data $1 $2 MiB"
 }
+
+# The sysfs directory of the btrfs mounted on $SCRATCH_MNT.
+btrfs_sysfs() {
+	local uuid
+	uuid=$(btrfs filesystem show "$SCRATCH_MNT" | awk '/uuid:/ { print $NF }')
+	echo "/sys/fs/btrfs/$uuid"
+}
+
+# Skip unless this kernel shares btrfs page cache.
+require_sharing() {
+	[ -f "$(btrfs_sysfs)/shared_folio/enabled" ] ||
+		skip "kernel without shared folios (no shared_folio/ in btrfs sysfs)"
+}
+
+sf_stat() { cat "$(btrfs_sysfs)/shared_folio/$1"; }
+
+# Sectors read from a block device so far.
+dev_read_sectors() { awk '{ print $3 }' "/sys/block/${1#/dev/}/stat"; }
+
+# expect_same FILE REF: contents equal, or fail with the first difference.
+expect_same() {
+	cmp "$1" "$2" >/tmp/cmp.out 2>&1 || fail "$1 differs from $2: $(head -c 200 /tmp/cmp.out)"
+}
