@@ -1,0 +1,476 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * One page-cache copy for data that files share on disk.
+ *
+ * Reflink copies, snapshots and deduplicated ranges point at the same disk
+ * extent; without this each file reads and caches its own copy.  Here each
+ * filesystem has a hidden "extent cache" inode whose page cache is indexed
+ * by logical address (disk bytenr >> PAGE_SHIFT).  Its folios are the
+ * physical folios of mm/shared_folio.c: ordinary page-cache folios on the
+ * LRU, filled through btrfs's own read path (checksums verified, repaired
+ * from a mirror), charged to whoever read them first.  A read of a file
+ * installs in the file's mapping an alias of the physical folio instead of
+ * reading a private copy; the generic read path then copies from the alias
+ * as from any folio.
+ *
+ * btrfs decides what is shared, in btrfs_sf_populate(), called by
+ * read_iter and splice_read before filemap_read() / filemap_splice_read():
+ * for each page of the read with nothing in the page cache, the extent map
+ * says where the data lives.  Excluded, so read privately as before:
+ * holes, inline, preallocated and compressed extents, NODATASUM and
+ * NODATACOW inodes, fs-verity files, the free-space and data-relocation
+ * inodes, and sectorsize != PAGE_SIZE.
+ *
+ * Writes never reach shared memory: the mm replaces an alias by a private
+ * copy on any write-intent lookup (FGP_WRITE/FGP_CREAT: buffered writes,
+ * btrfs_truncate_block, defrag, inline copies) and on faults; truncation,
+ * hole punching, DIO writes and clone/dedupe into a range remove the
+ * range's page cache, aliases included.
+ *
+ * Stale data is a security bug: a physical folio caches what a logical
+ * address held when it was read.  When the space is freed, that is when a
+ * pinned extent is returned to the free space (unpin_extent_range()) or a
+ * block group is removed, the range is truncated from the extent cache,
+ * which detaches every alias of it, before anything can reuse the space.
+ *
+ * Lock order: mapping->invalidate_lock (shared) -> file extent range lock
+ * (io_tree) -> physical folio lock -> the mm's order (mm/shared_folio.c).
+ */
+#include <linux/fs.h>
+#include <linux/pagemap.h>
+#include <linux/shared_folio.h>
+#include <linux/fsverity.h>
+#include <linux/sched/mm.h>
+#include <linux/vmstat.h>
+#include "ctree.h"
+#include "fs.h"
+#include "btrfs_inode.h"
+#include "extent_map.h"
+#include "ordered-data.h"
+#include "bio.h"
+#include "volumes.h"
+#include "shared-folio.h"
+
+/* At least this much is read per miss, as readahead would. */
+#define BTRFS_SF_MIN_WINDOW	(256 * 1024)
+/* At most this many pages per call (one array allocation). */
+#define BTRFS_SF_MAX_BATCH	256
+
+struct btrfs_sf_item {
+	pgoff_t index;		/* in the file */
+	u64 bytenr;		/* logical address of the page */
+	struct folio *folio;	/* physical, referenced */
+	bool read;		/* we submitted its read */
+};
+
+static bool btrfs_sf_release_folio(struct folio *folio, gfp_t gfp)
+{
+	return shared_folio_release(folio);
+}
+
+static void btrfs_sf_invalidate_folio(struct folio *folio, size_t offset,
+				      size_t len)
+{
+	shared_folio_invalidate(folio, offset, len);
+}
+
+/*
+ * No ->migrate_folio: migration falls back to ->release_folio, which
+ * detaches the aliases, so a physical folio migrates as a plain folio.
+ */
+static const struct address_space_operations btrfs_sf_aops = {
+	.dirty_folio = noop_dirty_folio,
+	.release_folio = btrfs_sf_release_folio,
+	.invalidate_folio = btrfs_sf_invalidate_folio,
+	.error_remove_folio = generic_error_remove_folio,
+};
+
+int btrfs_sf_init(struct btrfs_fs_info *fs_info)
+{
+	struct inode *inode;
+
+	inode = new_inode(fs_info->sb);
+	if (!inode)
+		return -ENOMEM;
+	inode->i_ino = BTRFS_FIRST_FREE_OBJECTID - 2;	/* never a real inode */
+	inode->i_mode = S_IFREG;
+	set_nlink(inode, 1);
+	inode->i_size = OFFSET_MAX;
+	inode->i_mapping->a_ops = &btrfs_sf_aops;
+	mapping_set_gfp_mask(inode->i_mapping, GFP_NOFS);
+	BTRFS_I(inode)->root = NULL;
+	fs_info->sf_inode = inode;
+	fs_info->sf_enabled = true;
+	return 0;
+}
+
+void btrfs_sf_exit(struct btrfs_fs_info *fs_info)
+{
+	struct inode *inode = fs_info->sf_inode;
+
+	if (!inode)
+		return;
+	fs_info->sf_enabled = false;
+	truncate_inode_pages_final(inode->i_mapping);
+	fs_info->sf_inode = NULL;
+	iput(inode);
+}
+
+static bool btrfs_sf_inode_eligible(struct btrfs_inode *inode)
+{
+	struct btrfs_fs_info *fs_info = inode->root->fs_info;
+
+	return READ_ONCE(fs_info->sf_enabled) && fs_info->sf_inode &&
+	       fs_info->sectorsize == PAGE_SIZE &&
+	       S_ISREG(inode->vfs_inode.i_mode) &&
+	       !(inode->flags & (BTRFS_INODE_NODATASUM | BTRFS_INODE_NODATACOW)) &&
+	       !IS_VERITY(&inode->vfs_inode) &&
+	       !btrfs_is_free_space_inode(inode) &&
+	       !btrfs_is_data_reloc_root(inode->root);
+}
+
+static bool btrfs_sf_em_eligible(const struct extent_map *em)
+{
+	return em->disk_bytenr < EXTENT_MAP_LAST_BYTE &&
+	       !(em->flags & EXTENT_FLAG_PREALLOC) &&
+	       !extent_map_is_compressed(em);
+}
+
+static void btrfs_sf_end_read(struct btrfs_bio *bbio)
+{
+	bool uptodate = !bbio->bio.bi_status;
+	struct folio_iter fi;
+
+	bio_for_each_folio_all(fi, &bbio->bio) {
+		if (uptodate)
+			folio_mark_uptodate(fi.folio);
+		folio_unlock(fi.folio);
+	}
+	bio_put(&bbio->bio);
+}
+
+struct btrfs_sf_bio {
+	struct btrfs_bio *bbio;
+	u64 next_bytenr;
+	u64 next_pos;
+};
+
+static void btrfs_sf_submit(struct btrfs_sf_bio *sb)
+{
+	if (sb->bbio)
+		btrfs_submit_bbio(sb->bbio, 0);
+	sb->bbio = NULL;
+}
+
+/* Queue the read of locked physical @folio at @bytenr, file offset @pos. */
+static void btrfs_sf_queue_read(struct btrfs_inode *inode, struct btrfs_sf_bio *sb,
+				struct folio *folio, u64 bytenr, u64 pos)
+{
+	struct btrfs_fs_info *fs_info = inode->root->fs_info;
+
+	/* One bio is contiguous on disk and in the file (for repair). */
+	if (sb->bbio && (bytenr != sb->next_bytenr || pos != sb->next_pos))
+		btrfs_sf_submit(sb);
+	if (sb->bbio && !bio_add_folio(&sb->bbio->bio, folio, PAGE_SIZE, 0))
+		btrfs_sf_submit(sb);
+	if (!sb->bbio) {
+		sb->bbio = btrfs_bio_alloc(BIO_MAX_VECS, REQ_OP_READ, fs_info,
+					   btrfs_sf_end_read, NULL);
+		sb->bbio->bio.bi_iter.bi_sector = bytenr >> SECTOR_SHIFT;
+		sb->bbio->inode = inode;
+		sb->bbio->file_offset = pos;
+		bio_add_folio_nofail(&sb->bbio->bio, folio, PAGE_SIZE, 0);
+	}
+	sb->next_bytenr = bytenr + PAGE_SIZE;
+	sb->next_pos = pos + PAGE_SIZE;
+}
+
+/*
+ * Find or create the physical folio for @item->bytenr; submit its read if
+ * it is not uptodate and nobody else is reading it.
+ */
+static void btrfs_sf_get_physical(struct btrfs_inode *inode, struct btrfs_sf_bio *sb,
+				  struct btrfs_sf_item *item)
+{
+	struct btrfs_fs_info *fs_info = inode->root->fs_info;
+	struct address_space *ec = fs_info->sf_inode->i_mapping;
+	pgoff_t ecidx = item->bytenr >> PAGE_SHIFT;
+	struct folio *folio;
+	int ret;
+
+again:
+	folio = filemap_get_folio(ec, ecidx);
+	if (IS_ERR(folio)) {
+		folio = filemap_alloc_folio(mapping_gfp_mask(ec), 0);
+		if (!folio)
+			return;
+		/* Locks it, puts it on the LRU, charges the reader's memcg. */
+		ret = filemap_add_folio(ec, folio, ecidx, mapping_gfp_mask(ec));
+		if (ret) {
+			folio_put(folio);
+			if (ret == -EEXIST)
+				goto again;
+			return;
+		}
+	} else if (folio_test_uptodate(folio) || !folio_trylock(folio)) {
+		/* Cached, or being read by someone else: wait in phase 2. */
+		item->folio = folio;
+		return;
+	} else if (folio_test_uptodate(folio) || folio->mapping != ec) {
+		folio_unlock(folio);
+		item->folio = folio;
+		return;
+	}
+	/* Locked and not uptodate: new, or an earlier read failed. */
+	item->folio = folio;
+	item->read = true;
+	btrfs_sf_queue_read(inode, sb, folio, item->bytenr,
+			    (u64)item->index << PAGE_SHIFT);
+}
+
+/**
+ * btrfs_sf_populate() - install aliases for a read of shared extents
+ * @inode: the file being read
+ * @pos: start of the read
+ * @count: its length
+ *
+ * For every page of [@pos, @pos + @count) (and a readahead window after
+ * it) that has nothing in the page cache and whose data lives in an
+ * eligible extent, get the extent cache's physical folio, reading it if
+ * needed, and install an alias.  Anything that cannot be shared (ineligible
+ * extent, allocation failure, I/O error, the max_sharing cap) is simply
+ * left empty, and the generic path reads it privately as before: errors
+ * reach the reader through that path, exactly as on a kernel without this.
+ *
+ * Context: process context; takes the invalidate lock shared and the
+ * file's extent range lock.
+ */
+void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
+{
+	struct btrfs_fs_info *fs_info = inode->root->fs_info;
+	struct address_space *mapping = inode->vfs_inode.i_mapping;
+	struct extent_state *cached_state = NULL;
+	struct btrfs_sf_bio sb = { };
+	struct btrfs_sf_item *items;
+	unsigned long hits = 0, misses = 0;
+	unsigned int nr = 0, i;
+	pgoff_t first, last, idx, eof;
+	unsigned int nofs;
+	loff_t isize;
+	u64 start, end;
+
+	isize = i_size_read(&inode->vfs_inode);
+	if (!count || pos >= isize || !btrfs_sf_inode_eligible(inode))
+		return;
+	first = pos >> PAGE_SHIFT;
+	eof = (isize - 1) >> PAGE_SHIFT;
+	last = min_t(pgoff_t, eof, (min_t(loff_t, isize, pos + count) - 1) >> PAGE_SHIFT);
+
+	/* The hot case: everything is cached already. */
+	idx = page_cache_next_miss(mapping, first, last - first + 1);
+	if (idx - first >= last - first + 1)
+		return;
+	first = idx;
+	last = max_t(pgoff_t, last, first + (BTRFS_SF_MIN_WINDOW >> PAGE_SHIFT) - 1);
+	last = min_t(pgoff_t, last, min_t(pgoff_t, eof, first + BTRFS_SF_MAX_BATCH - 1));
+
+	items = kmalloc_array(last - first + 1, sizeof(*items), GFP_NOFS);
+	if (!items)
+		return;
+
+	start = (u64)first << PAGE_SHIFT;
+	end = ((u64)(last + 1) << PAGE_SHIFT) - 1;
+	filemap_invalidate_lock_shared(mapping);
+	nofs = memalloc_nofs_save();
+	btrfs_lock_and_flush_ordered_range(inode, start, end, &cached_state);
+
+	/* Phase 1: where does each missing page live? */
+	idx = first;
+	while (idx <= last) {
+		u64 off = (u64)idx << PAGE_SHIFT;
+		struct extent_map *em;
+		pgoff_t em_last;
+
+		em = btrfs_get_extent(inode, NULL, off, end + 1 - off);
+		if (IS_ERR(em))
+			break;
+		em_last = min_t(pgoff_t, last, (btrfs_extent_map_end(em) - 1) >> PAGE_SHIFT);
+		if (em_last < idx) {
+			btrfs_free_extent_map(em);
+			break;
+		}
+		for (; idx <= em_last; idx++) {
+			void *entry;
+
+			if (!btrfs_sf_em_eligible(em))
+				continue;
+			entry = xa_load(&mapping->i_pages, idx);
+			if (entry && !xa_is_value(entry))
+				continue;
+			items[nr].index = idx;
+			items[nr].bytenr = btrfs_extent_map_block_start(em) +
+					   (((u64)idx << PAGE_SHIFT) - em->start);
+			items[nr].folio = NULL;
+			items[nr].read = false;
+			nr++;
+		}
+		btrfs_free_extent_map(em);
+	}
+
+	/* Phase 2: find or read the physical folios, one bio per run. */
+	for (i = 0; i < nr; i++)
+		btrfs_sf_get_physical(inode, &sb, &items[i]);
+	btrfs_sf_submit(&sb);
+
+	/* Phase 3: wait for them and install the aliases. */
+	for (i = 0; i < nr; i++) {
+		struct folio *folio = items[i].folio;
+
+		if (!folio)
+			continue;
+		folio_lock(folio);
+		if (folio->mapping == fs_info->sf_inode->i_mapping &&
+		    folio_test_uptodate(folio) &&
+		    items[i].index <= ((i_size_read(&inode->vfs_inode) - 1) >> PAGE_SHIFT) &&
+		    shared_folio_attach(folio, &fs_info->sf_owner, GFP_NOFS) &&
+		    !shared_folio_add_alias(folio, mapping, items[i].index, GFP_NOFS)) {
+			if (items[i].read)
+				misses++;
+			else
+				hits++;
+		}
+		folio_unlock(folio);
+		folio_put(folio);
+	}
+
+	btrfs_unlock_extent(&inode->io_tree, start, end, &cached_state);
+	memalloc_nofs_restore(nofs);
+	filemap_invalidate_unlock_shared(mapping);
+	kfree(items);
+
+	if (hits) {
+		count_vm_events(SHARED_FOLIO_HIT, hits);
+		atomic_long_add(hits, &fs_info->sf_hits);
+	}
+	if (misses) {
+		count_vm_events(SHARED_FOLIO_MISS, misses);
+		atomic_long_add(misses, &fs_info->sf_misses);
+	}
+}
+
+/**
+ * btrfs_sf_invalidate_range() - forget cached data of freed space
+ * @fs_info: the filesystem
+ * @start: logical address
+ * @len: length in bytes
+ *
+ * Called before the range can be allocated again.  Detaches every alias of
+ * the range's physical folios from its file and drops them.
+ *
+ * Context: process context, no tree locks held; sleeps.
+ */
+void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info, u64 start, u64 len)
+{
+	struct inode *inode = fs_info->sf_inode;
+	u64 lstart = round_down(start, PAGE_SIZE);
+	u64 lend = round_up(start + len, PAGE_SIZE) - 1;
+
+	if (!inode || !len || !inode->i_mapping->nrpages)
+		return;
+	if (!filemap_range_has_page(inode->i_mapping, lstart, lend))
+		return;
+	truncate_inode_pages_range(inode->i_mapping, lstart, lend);
+}
+
+/* sysfs: /sys/fs/btrfs/<uuid>/shared_folio/ */
+
+static struct btrfs_fs_info *btrfs_sf_kobj_fs_info(struct kobject *kobj)
+{
+	return container_of(kobj->parent, struct btrfs_fs_devices, fsid_kobj)->fs_info;
+}
+
+#define BTRFS_SF_COUNTER(_name, _expr)					\
+static ssize_t btrfs_sf_##_name##_show(struct kobject *kobj,		\
+				       struct kobj_attribute *a, char *buf) \
+{									\
+	struct btrfs_fs_info *fs_info = btrfs_sf_kobj_fs_info(kobj);	\
+									\
+	return sysfs_emit(buf, "%ld\n", (long)(_expr));			\
+}									\
+static struct kobj_attribute btrfs_sf_attr_##_name =			\
+	__ATTR(_name, 0444, btrfs_sf_##_name##_show, NULL)
+
+/* Physical folios with a descriptor ("shared"). */
+BTRFS_SF_COUNTER(folios, atomic_long_read(&fs_info->sf_owner.nr_folios));
+/* Aliases in file mappings ("sharing"). */
+BTRFS_SF_COUNTER(aliases, atomic_long_read(&fs_info->sf_owner.nr_aliases));
+/* Aliases installed on a folio already in memory: no disk read. */
+BTRFS_SF_COUNTER(hits, atomic_long_read(&fs_info->sf_hits));
+/* Aliases installed after reading the physical folio from disk. */
+BTRFS_SF_COUNTER(misses, atomic_long_read(&fs_info->sf_misses));
+/* Aliases replaced by a private copy before a write or a fault. */
+BTRFS_SF_COUNTER(unshares, atomic_long_read(&fs_info->sf_owner.nr_unshares));
+/* Aliases detached so their physical folio could be freed. */
+BTRFS_SF_COUNTER(reclaims, atomic_long_read(&fs_info->sf_owner.nr_reclaims));
+/* Page cache that N private copies would need beyond what is used. */
+BTRFS_SF_COUNTER(bytes_saved,
+		 max(0L, atomic_long_read(&fs_info->sf_owner.nr_aliases) -
+			 atomic_long_read(&fs_info->sf_owner.nr_folios)) * PAGE_SIZE);
+
+static ssize_t btrfs_sf_enabled_show(struct kobject *kobj,
+				     struct kobj_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", READ_ONCE(btrfs_sf_kobj_fs_info(kobj)->sf_enabled));
+}
+
+/*
+ * Writing 0 stops new sharing (aliases already installed stay valid and
+ * go as they normally would); writing 1 resumes it.
+ */
+static ssize_t btrfs_sf_enabled_store(struct kobject *kobj,
+				      struct kobj_attribute *a,
+				      const char *buf, size_t len)
+{
+	struct btrfs_fs_info *fs_info = btrfs_sf_kobj_fs_info(kobj);
+	bool val;
+	int ret;
+
+	ret = kstrtobool(buf, &val);
+	if (ret)
+		return ret;
+	WRITE_ONCE(fs_info->sf_enabled, val && fs_info->sf_inode);
+	return len;
+}
+static struct kobj_attribute btrfs_sf_attr_enabled =
+	__ATTR(enabled, 0644, btrfs_sf_enabled_show, btrfs_sf_enabled_store);
+
+static const struct attribute *btrfs_sf_attrs[] = {
+	&btrfs_sf_attr_enabled.attr,
+	&btrfs_sf_attr_folios.attr,
+	&btrfs_sf_attr_aliases.attr,
+	&btrfs_sf_attr_hits.attr,
+	&btrfs_sf_attr_misses.attr,
+	&btrfs_sf_attr_unshares.attr,
+	&btrfs_sf_attr_reclaims.attr,
+	&btrfs_sf_attr_bytes_saved.attr,
+	NULL,
+};
+
+int btrfs_sf_sysfs_add(struct btrfs_fs_info *fs_info)
+{
+	fs_info->sf_kobj = kobject_create_and_add("shared_folio",
+						  &fs_info->fs_devices->fsid_kobj);
+	if (!fs_info->sf_kobj)
+		return -ENOMEM;
+	return sysfs_create_files(fs_info->sf_kobj, btrfs_sf_attrs);
+}
+
+void btrfs_sf_sysfs_remove(struct btrfs_fs_info *fs_info)
+{
+	if (!fs_info->sf_kobj)
+		return;
+	sysfs_remove_files(fs_info->sf_kobj, btrfs_sf_attrs);
+	kobject_del(fs_info->sf_kobj);
+	kobject_put(fs_info->sf_kobj);
+	fs_info->sf_kobj = NULL;
+}

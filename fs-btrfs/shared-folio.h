@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+
+#ifndef BTRFS_SHARED_FOLIO_H
+#define BTRFS_SHARED_FOLIO_H
+
+#include <linux/types.h>
+
+struct btrfs_fs_info;
+struct btrfs_inode;
+
+#ifdef CONFIG_SHARED_FOLIO
+
+int btrfs_sf_init(struct btrfs_fs_info *fs_info);
+void btrfs_sf_exit(struct btrfs_fs_info *fs_info);
+void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count);
+void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info, u64 start, u64 len);
+int btrfs_sf_sysfs_add(struct btrfs_fs_info *fs_info);
+void btrfs_sf_sysfs_remove(struct btrfs_fs_info *fs_info);
+
+#else
+
+static inline int btrfs_sf_init(struct btrfs_fs_info *fs_info) { return 0; }
+static inline void btrfs_sf_exit(struct btrfs_fs_info *fs_info) { }
+static inline void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos,
+				     size_t count) { }
+static inline void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info,
+					     u64 start, u64 len) { }
+static inline int btrfs_sf_sysfs_add(struct btrfs_fs_info *fs_info) { return 0; }
+static inline void btrfs_sf_sysfs_remove(struct btrfs_fs_info *fs_info) { }
+
+#endif
+
+#endif

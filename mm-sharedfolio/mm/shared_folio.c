@@ -1,0 +1,485 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Shared folios: one physical copy in memory for data that several files
+ * share on disk.
+ *
+ * DOC: Overview
+ *
+ * A filesystem whose files share extents (btrfs reflinks, snapshots,
+ * dedupe) keeps the data once, in an ordinary page-cache folio of a hidden
+ * address space indexed by disk address: the *physical folio*.  It is on
+ * the LRU, charged to the memcg of whoever read it first, and reclaimed like
+ * any other file folio.
+ *
+ * Each file that uses it gets an *alias*: a real struct folio, allocated
+ * from slab outside the memmap, whose ->mapping and ->index are the file's,
+ * so every page-cache path that checks folio->mapping == mapping keeps
+ * working.  __page_to_pfn() resolves an alias to the physical PFN, so
+ * folio_pfn(), kmap_local_folio() and page_address() of an alias reach the
+ * physical memory.  That is the memdesc step: a folio that carries its own
+ * PFN.
+ *
+ *	file A i_pages          file B i_pages        extent cache i_pages
+ *	 [idx 7] -> alias A7     [idx 2] -> alias B2   [bytenr>>12] -> folio
+ *	              |                       |                        ^
+ *	              +------- ->folio -------+-----> shared_folio ----+
+ *	                                              (folio->private)
+ *	                                              aliases: A7, B2
+ *
+ * Aliases are never dirty, never on the LRU, never mapped into page tables
+ * (a fault replaces them by a private copy first), and not counted in
+ * NR_FILE_PAGES or by memcg.  They are counted in NR_SHARED_FOLIO_ALIAS.
+ * When the last reference to an alias goes, __folio_put() hands it to
+ * sf_alias_free(), never to the page allocator.
+ *
+ * Reclaim needs nothing new: the shared-folio descriptor is folio->private,
+ * so shrink_folio_list() calls the extent cache's ->release_folio, which
+ * calls shared_folio_release() to detach every alias, and the folio is then
+ * freed as usual.  Truncating the extent cache (an extent was freed) goes
+ * through ->invalidate_folio and shared_folio_invalidate() the same way.
+ *
+ * Coding conventions in this file: "folio" is always the physical folio,
+ * "alias" the per-inode struct folio, "a" the struct sf_alias around an
+ * alias, "sf" the descriptor.
+ *
+ * Lock order:
+ *
+ *   physical folio lock            (add_alias, detach, release, invalidate)
+ *     alias folio lock             (detach, unshare, truncate of the file)
+ *       mapping->host->i_lock      (filemap_remove_folio)
+ *         mapping->i_pages xa_lock (insert, delete, replace)
+ *           sf->lock               (the alias list; irq-safe)
+ *
+ * Nothing takes a physical folio lock while holding an alias lock.
+ *
+ * Reference counts:
+ *
+ *   physical folio: 1 for the extent cache's xarray, 1 for the descriptor
+ *   (PG_private), 1 for each alias in existence, plus transient ones.
+ *   alias: 1 for the file's xarray while alias->mapping is set, plus
+ *   transient lookups.  Removing an alias from its mapping unlinks it from
+ *   sf->aliases (sf_alias_unaccount(), under the xa_lock); freeing it drops
+ *   its physical reference.  A physical folio therefore cannot be freed
+ *   while any alias of it can still be reached.
+ */
+#include <linux/mm.h>
+#include <linux/pagemap.h>
+#include <linux/slab.h>
+#include <linux/swap.h>
+#include <linux/memcontrol.h>
+#include <linux/highmem.h>
+#include <linux/dax.h>
+#include <linux/shmem_fs.h>
+#include <linux/moduleparam.h>
+#include <linux/shared_folio.h>
+#include "internal.h"
+
+#define CREATE_TRACE_POINTS
+#include <trace/events/shared_folio.h>
+
+static struct kmem_cache *sf_alias_cache __ro_after_init;
+
+/*
+ * Cap on aliases per physical folio, as KSM's max_page_sharing bounds its
+ * rmap walks: detaching or (later) unmapping walks every alias.
+ */
+static unsigned int max_sharing = 256;
+module_param(max_sharing, uint, 0644);
+MODULE_PARM_DESC(max_sharing, "maximum aliases of one shared folio");
+
+static inline struct folio *sf_alias_to_folio(struct sf_alias *a)
+{
+	return (struct folio *)&a->page;
+}
+
+/**
+ * shared_folio_attach() - give a physical folio its shared-folio descriptor
+ * @folio: locked folio in the filesystem's extent cache
+ * @owner: the cache's counters
+ * @gfp: allocation flags
+ *
+ * Context: process context, @folio locked.
+ * Return: the descriptor (possibly already attached), or NULL on ENOMEM.
+ */
+struct shared_folio *shared_folio_attach(struct folio *folio,
+					 struct shared_folio_owner *owner,
+					 gfp_t gfp)
+{
+	struct shared_folio *sf = folio_get_private(folio);
+
+	VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(folio), folio);
+	VM_WARN_ON_ONCE_FOLIO(folio_test_large(folio), folio);
+	if (sf)
+		return sf;
+	sf = kmalloc(sizeof(*sf), gfp & GFP_RECLAIM_MASK);
+	if (!sf)
+		return NULL;
+	spin_lock_init(&sf->lock);
+	sf->nr_aliases = 0;
+	INIT_LIST_HEAD(&sf->aliases);
+	sf->owner = owner;
+	atomic_long_inc(&owner->nr_folios);
+	folio_attach_private(folio, sf);
+	node_stat_mod_folio(folio, NR_SHARED_FOLIO, 1);
+	return sf;
+}
+EXPORT_SYMBOL_GPL(shared_folio_attach);
+
+/**
+ * shared_folio_nr_aliases() - how many aliases a physical folio has
+ * @folio: a physical folio
+ *
+ * Return: the number of aliases currently in a mapping (racy unless the
+ * caller holds the folio lock and no mapping can drop one).
+ */
+unsigned int shared_folio_nr_aliases(struct folio *folio)
+{
+	struct shared_folio *sf = folio_get_private(folio);
+
+	return sf ? READ_ONCE(sf->nr_aliases) : 0;
+}
+EXPORT_SYMBOL_GPL(shared_folio_nr_aliases);
+
+/**
+ * shared_folio_add_alias() - install an alias of @folio in @mapping
+ * @folio: locked, uptodate physical folio with a descriptor attached
+ * @mapping: the file's mapping
+ * @index: where, in @mapping
+ * @gfp: allocation flags (only the reclaim bits are used)
+ *
+ * The alias is inserted only into an empty slot (or over a shadow entry).
+ * It is uptodate, clean, not on the LRU and not accounted as page cache.
+ *
+ * Context: process context, @folio locked; may sleep if @gfp allows.
+ * Return: 0, -EEXIST if @mapping already has a folio at @index, -ENOSPC if
+ * @folio has max_sharing aliases, -EINVAL without a descriptor, -ENOMEM.
+ */
+int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
+			   pgoff_t index, gfp_t gfp)
+{
+	XA_STATE(xas, &mapping->i_pages, index);
+	struct shared_folio *sf = folio_get_private(folio);
+	struct folio *alias;
+	struct sf_alias *a;
+	unsigned int nr = 0;
+	void *entry;
+
+	VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(folio), folio);
+	VM_WARN_ON_ONCE_FOLIO(!folio_test_uptodate(folio), folio);
+	if (!sf)
+		return -EINVAL;
+	if (READ_ONCE(sf->nr_aliases) >= READ_ONCE(max_sharing))
+		return -ENOSPC;
+
+	gfp &= GFP_RECLAIM_MASK;
+	a = kmem_cache_zalloc(sf_alias_cache, gfp);
+	if (!a)
+		return -ENOMEM;
+	/* Node, zone and section bits as the physical page; no flags yet. */
+	a->page.flags = folio->flags & ~((1UL << NR_PAGEFLAGS) - 1);
+	set_page_count(&a->page, 1);
+	atomic_set(&a->page._mapcount, -1);
+	a->pfn = folio_pfn(folio);
+	a->folio = folio;
+	a->sf = sf;
+	INIT_LIST_HEAD(&a->node);
+	alias = sf_alias_to_folio(a);
+	alias->mapping = mapping;
+	alias->index = index;
+	__folio_mark_uptodate(alias);
+	folio_get(folio);
+
+	mapping_set_update(&xas, mapping);
+	do {
+		xas_lock_irq(&xas);
+		entry = xas_load(&xas);
+		if (entry && !xa_is_value(entry)) {
+			xas_set_err(&xas, -EEXIST);
+			goto unlock;
+		}
+		xas_store(&xas, alias);
+		if (xas_error(&xas))
+			goto unlock;
+		mapping->nrpages++;
+		spin_lock(&sf->lock);
+		list_add_tail(&a->node, &sf->aliases);
+		nr = ++sf->nr_aliases;
+		spin_unlock(&sf->lock);
+		atomic_long_inc(&sf->owner->nr_aliases);
+		__node_stat_mod_folio(folio, NR_SHARED_FOLIO_ALIAS, 1);
+unlock:
+		xas_unlock_irq(&xas);
+	} while (xas_nomem(&xas, gfp));
+
+	if (xas_error(&xas)) {
+		alias->mapping = NULL;
+		folio_put(folio);
+		kmem_cache_free(sf_alias_cache, a);
+		return xas_error(&xas);
+	}
+	trace_shared_folio_share(mapping, index, a->pfn, nr);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(shared_folio_add_alias);
+
+/*
+ * Called by filemap_unaccount_folio() when any path removes an alias from
+ * its mapping, under the mapping's xa_lock with interrupts off: there is no
+ * page-cache accounting to undo, only the alias list.
+ */
+void sf_alias_unaccount(struct folio *alias)
+{
+	struct sf_alias *a = folio_sf_alias(alias);
+	struct shared_folio *sf = a->sf;
+
+	if (WARN_ON_ONCE(!sf))
+		return;
+	atomic_long_dec(&sf->owner->nr_aliases);
+	spin_lock(&sf->lock);
+	list_del_init(&a->node);
+	sf->nr_aliases--;
+	spin_unlock(&sf->lock);
+	/* sf may be freed as soon as the lock is dropped: no more use. */
+	a->sf = NULL;
+	__node_stat_mod_folio(a->folio, NR_SHARED_FOLIO_ALIAS, -1);
+}
+
+/*
+ * The last reference to an alias is gone (from __folio_put() or
+ * folios_put_refs()).  It is no longer in any mapping.
+ */
+void sf_alias_free(struct folio *alias)
+{
+	struct sf_alias *a = folio_sf_alias(alias);
+
+	if (WARN_ON_ONCE(a->sf || alias->mapping)) {
+		/* Freed while still in a mapping: a refcount bug elsewhere. */
+		dump_page(&a->page, "shared folio alias freed while in a mapping");
+		return;	/* leak rather than corrupt */
+	}
+	folio_put(a->folio);
+	kmem_cache_free(sf_alias_cache, a);
+}
+
+/* Pick one alias with a reference, or NULL when none is left. */
+static struct folio *sf_get_one_alias(struct shared_folio *sf, struct folio *skip)
+{
+	struct sf_alias *a;
+	struct folio *alias = NULL;
+
+	spin_lock_irq(&sf->lock);
+	list_for_each_entry(a, &sf->aliases, node) {
+		struct folio *f = sf_alias_to_folio(a);
+
+		if (f != skip && folio_try_get(f)) {
+			alias = f;
+			break;
+		}
+	}
+	spin_unlock_irq(&sf->lock);
+	return alias;
+}
+
+/**
+ * shared_folio_detach_aliases() - remove every alias of @folio from its mapping
+ * @folio: locked physical folio
+ * @sync: wait for busy alias locks; otherwise skip them
+ *
+ * An alias that someone is still using (a reader copying from it) is removed
+ * from its mapping all the same; it keeps @folio referenced until it is
+ * freed, so the caller's freeze of @folio's refcount fails until then.
+ *
+ * Context: process context, @folio locked.  May sleep if @sync.
+ * Return: the number of aliases detached.
+ */
+unsigned int shared_folio_detach_aliases(struct folio *folio, bool sync)
+{
+	struct shared_folio *sf = folio_get_private(folio);
+	struct folio *alias, *skip = NULL;
+	unsigned int detached = 0;
+
+	VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(folio), folio);
+	if (!sf)
+		return 0;
+	while ((alias = sf_get_one_alias(sf, skip))) {
+		struct address_space *mapping;
+
+		if (sync) {
+			folio_lock(alias);
+		} else if (!folio_trylock(alias)) {
+			/* Busy: leave it; the caller sees it remaining. */
+			if (skip)
+				folio_put(skip);
+			skip = alias;
+			continue;
+		}
+		mapping = alias->mapping;
+		if (mapping) {
+			trace_shared_folio_reclaim(mapping, alias->index,
+						   folio_pfn(folio),
+						   READ_ONCE(sf->nr_aliases) - 1);
+			/* Removes it from sf->aliases via sf_alias_unaccount(). */
+			filemap_remove_folio(alias);
+			detached++;
+		}
+		folio_unlock(alias);
+		folio_put(alias);
+	}
+	if (skip)
+		folio_put(skip);
+	if (detached) {
+		count_vm_events(SHARED_FOLIO_RECLAIM, detached);
+		atomic_long_add(detached, &sf->owner->nr_reclaims);
+	}
+	return detached;
+}
+EXPORT_SYMBOL_GPL(shared_folio_detach_aliases);
+
+static void shared_folio_free_descriptor(struct folio *folio)
+{
+	struct shared_folio *sf = folio_detach_private(folio);
+
+	/* Wait out a sf_alias_unaccount() that has not dropped the lock. */
+	spin_lock_irq(&sf->lock);
+	WARN_ON_ONCE(sf->nr_aliases || !list_empty(&sf->aliases));
+	spin_unlock_irq(&sf->lock);
+	atomic_long_dec(&sf->owner->nr_folios);
+	kfree(sf);
+	node_stat_mod_folio(folio, NR_SHARED_FOLIO, -1);
+}
+
+/**
+ * shared_folio_release() - ->release_folio for an extent cache
+ * @folio: locked physical folio
+ *
+ * Detaches the aliases whose lock can be taken without waiting and, if
+ * none is left, frees the descriptor.
+ *
+ * Context: process context (reclaim, invalidation), @folio locked.
+ * Return: true if @folio no longer has private data.
+ */
+bool shared_folio_release(struct folio *folio)
+{
+	struct shared_folio *sf = folio_get_private(folio);
+
+	if (!sf)
+		return true;
+	shared_folio_detach_aliases(folio, false);
+	if (READ_ONCE(sf->nr_aliases))
+		return false;
+	shared_folio_free_descriptor(folio);
+	return true;
+}
+EXPORT_SYMBOL_GPL(shared_folio_release);
+
+/**
+ * shared_folio_invalidate() - ->invalidate_folio for an extent cache
+ * @folio: locked physical folio being removed from its extent cache
+ * @offset: start of the invalidated range in @folio
+ * @len: length of the range
+ *
+ * The data is going away (the extent was freed, or the cache is torn down):
+ * every alias is detached, waiting for busy ones.
+ *
+ * Context: process context, @folio locked.  Sleeps.
+ */
+void shared_folio_invalidate(struct folio *folio, size_t offset, size_t len)
+{
+	if (!folio_get_private(folio))
+		return;
+	shared_folio_detach_aliases(folio, true);
+	if (offset == 0 && len == folio_size(folio))
+		shared_folio_free_descriptor(folio);
+}
+EXPORT_SYMBOL_GPL(shared_folio_invalidate);
+
+/**
+ * shared_folio_unshare() - replace an alias by a private copy
+ * @mapping: the mapping the caller found @alias in
+ * @alias: an alias, referenced by the caller; the reference is consumed
+ * @gfp: allocation flags for the private folio
+ *
+ * For every path about to modify or map the page: a buffered write, a
+ * truncate of a partial page, a fault.  The private folio holds the same
+ * data (bytes past EOF zeroed), is uptodate, clean, on the LRU and charged
+ * to the current task's memcg.
+ *
+ * Context: process context; sleeps.
+ * Return: the private folio with a reference (unlocked); NULL if @alias
+ * left @mapping meanwhile (look it up again); ERR_PTR(-ENOMEM).
+ */
+struct folio *shared_folio_unshare(struct address_space *mapping,
+				   struct folio *alias, gfp_t gfp)
+{
+	XA_STATE(xas, &mapping->i_pages, alias->index);
+	struct folio *folio = sf_alias_physical(alias);
+	struct folio *new;
+	unsigned int nr = 0;
+	loff_t isize;
+	size_t tail;
+
+	folio_lock(alias);
+	if (alias->mapping != mapping) {
+		folio_unlock(alias);
+		folio_put(alias);
+		return NULL;
+	}
+	new = filemap_alloc_folio(gfp, 0);
+	if (!new)
+		goto nomem;
+	if (mem_cgroup_charge(new, NULL, gfp)) {
+		folio_put(new);
+		goto nomem;
+	}
+	folio_copy(new, folio);
+	isize = i_size_read(mapping->host);
+	if (folio_pos(alias) + PAGE_SIZE > isize) {
+		tail = isize > folio_pos(alias) ? isize - folio_pos(alias) : 0;
+		folio_zero_segment(new, tail, PAGE_SIZE);
+	}
+	__folio_set_locked(new);
+	__folio_mark_uptodate(new);
+	new->mapping = mapping;
+	new->index = alias->index;
+	folio_ref_add(new, 1);		/* the page cache's reference */
+
+	xas_lock_irq(&xas);
+	if (WARN_ON_ONCE(xas_load(&xas) != alias)) {
+		xas_unlock_irq(&xas);
+		new->mapping = NULL;
+		folio_unlock(new);
+		folio_put_refs(new, 2);
+		folio_unlock(alias);
+		folio_put(alias);
+		return NULL;
+	}
+	xas_store(&xas, new);
+	__lruvec_stat_mod_folio(new, NR_FILE_PAGES, 1);
+	nr = shared_folio_nr_aliases(folio);
+	atomic_long_inc(&folio_sf_alias(alias)->sf->owner->nr_unshares);
+	sf_alias_unaccount(alias);
+	alias->mapping = NULL;
+	xas_unlock_irq(&xas);
+
+	folio_add_lru(new);
+	folio_unlock(new);
+	count_vm_event(SHARED_FOLIO_UNSHARE);
+	trace_shared_folio_unshare(mapping, new->index, folio_pfn(folio),
+				   nr ? nr - 1 : 0);
+	folio_unlock(alias);
+	folio_put_refs(alias, 2);	/* the page cache's and the caller's */
+	return new;
+
+nomem:
+	folio_unlock(alias);
+	folio_put(alias);
+	return ERR_PTR(-ENOMEM);
+}
+EXPORT_SYMBOL_GPL(shared_folio_unshare);
+
+static int __init shared_folio_init(void)
+{
+	sf_alias_cache = KMEM_CACHE(sf_alias, SLAB_PANIC);
+	return 0;
+}
+subsys_initcall(shared_folio_init);

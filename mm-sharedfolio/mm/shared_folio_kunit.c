@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit tests for the shared-folio core (mm/shared_folio.c).
+ *
+ * Each case builds real state: a pseudo filesystem with one "extent cache"
+ * inode holding physical folios and three "file" inodes that get aliases,
+ * then checks what the page cache, the PFN translation and the refcounts
+ * say.  Run with kunit.enable=1 (tests/run does), or through
+ * /sys/kernel/debug/kunit/shared_folio/run.
+ */
+#include <kunit/test.h>
+#include <linux/fs.h>
+#include <linux/fs_context.h>
+#include <linux/pseudo_fs.h>
+#include <linux/mount.h>
+#include <linux/pagemap.h>
+#include <linux/highmem.h>
+#include <linux/swap.h>
+#include <linux/mm_inline.h>
+#include <linux/shared_folio.h>
+
+#define SF_TEST_FILES	3
+#define SF_TEST_PAGES	16
+
+struct sf_test_ctx {
+	struct shared_folio_owner owner;
+	struct vfsmount *mnt;
+	struct inode *cache;
+	struct inode *file[SF_TEST_FILES];
+};
+
+static bool sf_test_release_folio(struct folio *folio, gfp_t gfp)
+{
+	return shared_folio_release(folio);
+}
+
+static void sf_test_invalidate_folio(struct folio *folio, size_t offset,
+				     size_t len)
+{
+	shared_folio_invalidate(folio, offset, len);
+}
+
+static const struct address_space_operations sf_test_cache_aops = {
+	.dirty_folio = noop_dirty_folio,
+	.release_folio = sf_test_release_folio,
+	.invalidate_folio = sf_test_invalidate_folio,
+};
+
+static int sf_test_init_fs_context(struct fs_context *fc)
+{
+	return init_pseudo(fc, 0x53464b54) ? 0 : -ENOMEM;
+}
+
+static struct file_system_type sf_test_fs_type = {
+	.name = "shared_folio_kunit",
+	.init_fs_context = sf_test_init_fs_context,
+	.kill_sb = kill_anon_super,
+};
+
+static int sf_test_init(struct kunit *test)
+{
+	struct sf_test_ctx *ctx;
+	int i;
+
+	ctx = kunit_kzalloc(test, sizeof(*ctx), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, ctx);
+	ctx->mnt = kern_mount(&sf_test_fs_type);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(ctx->mnt));
+	ctx->cache = alloc_anon_inode(ctx->mnt->mnt_sb);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(ctx->cache));
+	ctx->cache->i_mapping->a_ops = &sf_test_cache_aops;
+	i_size_write(ctx->cache, (loff_t)SF_TEST_PAGES << PAGE_SHIFT);
+	for (i = 0; i < SF_TEST_FILES; i++) {
+		ctx->file[i] = alloc_anon_inode(ctx->mnt->mnt_sb);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(ctx->file[i]));
+		i_size_write(ctx->file[i], (loff_t)SF_TEST_PAGES << PAGE_SHIFT);
+	}
+	test->priv = ctx;
+	return 0;
+}
+
+static void sf_test_exit(struct kunit *test)
+{
+	struct sf_test_ctx *ctx = test->priv;
+	int i;
+
+	for (i = 0; i < SF_TEST_FILES; i++)
+		iput(ctx->file[i]);
+	iput(ctx->cache);
+	kern_unmount(ctx->mnt);
+}
+
+/* A locked, uptodate physical folio at @index of the cache, filled with @c. */
+static struct folio *sf_test_physical(struct kunit *test, pgoff_t index, int c)
+{
+	struct sf_test_ctx *ctx = test->priv;
+	struct folio *folio;
+
+	folio = filemap_alloc_folio(GFP_KERNEL, 0);
+	KUNIT_ASSERT_NOT_NULL(test, folio);
+	KUNIT_ASSERT_EQ(test, filemap_add_folio(ctx->cache->i_mapping, folio,
+						index, GFP_KERNEL), 0);
+	memset(folio_address(folio), c, PAGE_SIZE);
+	folio_mark_uptodate(folio);
+	KUNIT_ASSERT_NOT_NULL(test, shared_folio_attach(folio, &ctx->owner,
+							GFP_KERNEL));
+	lru_add_drain();
+	return folio;
+}
+
+static bool sf_test_filled(const void *p, int c)
+{
+	return !memchr_inv(p, c, PAGE_SIZE);
+}
+
+static struct address_space *sf_test_map(struct kunit *test, int i)
+{
+	return ((struct sf_test_ctx *)test->priv)->file[i]->i_mapping;
+}
+
+/* An alias is found at its index and resolves to the physical memory. */
+static void sf_test_alias_resolves_to_physical(struct kunit *test)
+{
+	struct folio *folio = sf_test_physical(test, 5, 0x5a);
+	struct address_space *map = sf_test_map(test, 0);
+	int base = folio_ref_count(folio);
+	struct folio *alias;
+	void *p;
+
+	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map, 3, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, shared_folio_add_alias(folio, map, 3, GFP_KERNEL),
+			-EEXIST);
+	folio_unlock(folio);
+
+	alias = filemap_get_folio(map, 3);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(alias));
+	KUNIT_EXPECT_PTR_NE(test, alias, folio);
+	KUNIT_EXPECT_TRUE(test, folio_is_sf_alias(alias));
+	KUNIT_EXPECT_FALSE(test, folio_is_sf_alias(folio));
+	KUNIT_EXPECT_PTR_EQ(test, sf_alias_physical(alias), folio);
+	KUNIT_EXPECT_EQ(test, folio_pfn(alias), folio_pfn(folio));
+	KUNIT_EXPECT_PTR_EQ(test, folio_address(alias), folio_address(folio));
+	KUNIT_EXPECT_PTR_EQ(test, folio_zone(alias), folio_zone(folio));
+	KUNIT_EXPECT_EQ(test, folio_nid(alias), folio_nid(folio));
+	p = kmap_local_folio(alias, 0);
+	KUNIT_EXPECT_TRUE(test, sf_test_filled(p, 0x5a));
+	kunmap_local(p);
+	KUNIT_EXPECT_PTR_EQ(test, alias->mapping, map);
+	KUNIT_EXPECT_EQ(test, alias->index, 3);
+	KUNIT_EXPECT_TRUE(test, folio_test_uptodate(alias));
+	KUNIT_EXPECT_FALSE(test, folio_test_dirty(alias));
+	KUNIT_EXPECT_FALSE(test, folio_test_lru(alias));
+	KUNIT_EXPECT_FALSE(test, folio_mapped(alias));
+	KUNIT_EXPECT_EQ(test, folio_nr_pages(alias), 1);
+	KUNIT_EXPECT_EQ(test, map->nrpages, 1);
+	KUNIT_EXPECT_EQ(test, shared_folio_nr_aliases(folio), 1);
+	/* The alias pins the physical folio once. */
+	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base + 1);
+	folio_put(alias);
+	folio_put(folio);
+}
+
+/* Removing aliases (truncation) frees them and drops their references. */
+static void sf_test_truncate_frees_alias(struct kunit *test)
+{
+	struct sf_test_ctx *ctx = test->priv;
+	struct folio *folio = sf_test_physical(test, 1, 0x11);
+	int base = folio_ref_count(folio);
+	int i;
+
+	for (i = 0; i < SF_TEST_FILES; i++)
+		KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio,
+				sf_test_map(test, i), 7, GFP_KERNEL), 0);
+	folio_unlock(folio);
+	KUNIT_EXPECT_EQ(test, shared_folio_nr_aliases(folio), SF_TEST_FILES);
+	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base + SF_TEST_FILES);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->owner.nr_aliases), SF_TEST_FILES);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->owner.nr_folios), 1);
+
+	truncate_inode_pages(sf_test_map(test, 1), 0);
+	KUNIT_EXPECT_EQ(test, sf_test_map(test, 1)->nrpages, 0);
+	KUNIT_EXPECT_EQ(test, shared_folio_nr_aliases(folio), SF_TEST_FILES - 1);
+	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base + SF_TEST_FILES - 1);
+
+	/* A partial truncate drops the alias and never zeroes shared data. */
+	truncate_inode_pages_range(sf_test_map(test, 0),
+				   ((loff_t)7 << PAGE_SHIFT) + 100, -1);
+	KUNIT_EXPECT_EQ(test, sf_test_map(test, 0)->nrpages, 0);
+	KUNIT_EXPECT_TRUE(test, sf_test_filled(folio_address(folio), 0x11));
+	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base + 1);
+
+	truncate_inode_pages(sf_test_map(test, 2), 0);
+	KUNIT_EXPECT_EQ(test, shared_folio_nr_aliases(folio), 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->owner.nr_aliases), 0);
+	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base);
+	folio_put(folio);
+}
+
+/* A write lookup replaces the alias by a private copy; the original stays. */
+static void sf_test_unshare_on_write(struct kunit *test)
+{
+	struct sf_test_ctx *ctx = test->priv;
+	struct folio *folio = sf_test_physical(test, 2, 0x22);
+	struct address_space *map0 = sf_test_map(test, 0);
+	struct address_space *map1 = sf_test_map(test, 1);
+	int base = folio_ref_count(folio);
+	struct folio *priv, *other;
+
+	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map0, 4, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map1, 4, GFP_KERNEL), 0);
+	folio_unlock(folio);
+
+	priv = __filemap_get_folio(map0, 4, FGP_LOCK | FGP_WRITE, GFP_KERNEL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(priv));
+	KUNIT_EXPECT_FALSE(test, folio_is_sf_alias(priv));
+	KUNIT_EXPECT_NE(test, folio_pfn(priv), folio_pfn(folio));
+	KUNIT_EXPECT_TRUE(test, folio_test_uptodate(priv));
+	KUNIT_EXPECT_PTR_EQ(test, priv->mapping, map0);
+	KUNIT_EXPECT_TRUE(test, sf_test_filled(folio_address(priv), 0x22));
+	memset(folio_address(priv), 0xee, PAGE_SIZE);
+	folio_unlock(priv);
+	folio_put(priv);
+
+	KUNIT_EXPECT_TRUE(test, sf_test_filled(folio_address(folio), 0x22));
+	KUNIT_EXPECT_EQ(test, shared_folio_nr_aliases(folio), 1);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->owner.nr_unshares), 1);
+	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base + 1);
+	KUNIT_EXPECT_EQ(test, map0->nrpages, 1);
+
+	other = filemap_get_folio(map1, 4);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(other));
+	KUNIT_EXPECT_TRUE(test, folio_is_sf_alias(other));
+	KUNIT_EXPECT_TRUE(test, sf_test_filled(folio_address(other), 0x22));
+	folio_put(other);
+
+	priv = filemap_get_folio(map0, 4);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(priv));
+	KUNIT_EXPECT_TRUE(test, sf_test_filled(folio_address(priv), 0xee));
+	folio_put(priv);
+	folio_put(folio);
+}
+
+/* ->release_folio (reclaim) detaches every alias and the descriptor. */
+static void sf_test_release_detaches_all(struct kunit *test)
+{
+	struct sf_test_ctx *ctx = test->priv;
+	struct folio *folio = sf_test_physical(test, 3, 0x33);
+	int base = folio_ref_count(folio);
+	int i;
+
+	for (i = 0; i < SF_TEST_FILES; i++)
+		KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio,
+				sf_test_map(test, i), i, GFP_KERNEL), 0);
+	KUNIT_EXPECT_TRUE(test, shared_folio_release(folio));
+	KUNIT_EXPECT_FALSE(test, folio_test_private(folio));
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->owner.nr_reclaims), SF_TEST_FILES);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->owner.nr_folios), 0);
+	for (i = 0; i < SF_TEST_FILES; i++) {
+		KUNIT_EXPECT_EQ(test, sf_test_map(test, i)->nrpages, 0);
+		KUNIT_EXPECT_TRUE(test, IS_ERR(filemap_get_folio(sf_test_map(test, i), i)));
+	}
+	/* The aliases' and the descriptor's references are gone. */
+	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base - 1);
+	folio_unlock(folio);
+	folio_put(folio);
+}
+
+/* A busy alias is detached too, and keeps the physical folio until freed. */
+static void sf_test_busy_alias_pins_physical(struct kunit *test)
+{
+	struct folio *folio = sf_test_physical(test, 4, 0x44);
+	struct address_space *map = sf_test_map(test, 0);
+	int base = folio_ref_count(folio);
+	struct folio *alias;
+
+	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map, 9, GFP_KERNEL), 0);
+	folio_unlock(folio);
+	alias = filemap_get_folio(map, 9);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(alias));
+
+	/* Tear the extent cache down, as when the extent is freed. */
+	truncate_inode_pages(((struct sf_test_ctx *)test->priv)->cache->i_mapping, 0);
+	KUNIT_EXPECT_EQ(test, map->nrpages, 0);
+	KUNIT_EXPECT_NULL(test, alias->mapping);
+	KUNIT_EXPECT_NULL(test, folio->mapping);
+	/* Still readable through the busy alias, still pinned by it. */
+	KUNIT_EXPECT_TRUE(test, sf_test_filled(folio_address(alias), 0x44));
+	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base - 2 + 1);
+	folio_put(alias);
+	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base - 2);
+	folio_put(folio);
+}
+
+/* Accessing an alias marks the physical folio, which reclaim ages. */
+static void sf_test_mark_accessed_physical(struct kunit *test)
+{
+	struct folio *folio = sf_test_physical(test, 6, 0x66);
+	struct address_space *map = sf_test_map(test, 2);
+	struct folio *alias;
+
+	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map, 0, GFP_KERNEL), 0);
+	folio_unlock(folio);
+	folio_clear_referenced(folio);
+	alias = filemap_get_folio(map, 0);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(alias));
+	folio_mark_accessed(alias);
+	KUNIT_EXPECT_FALSE(test, folio_test_referenced(alias));
+	if (!lru_gen_enabled())
+		KUNIT_EXPECT_TRUE(test, folio_test_referenced(folio));
+	folio_put(alias);
+	folio_put(folio);
+}
+
+static struct kunit_case shared_folio_test_cases[] = {
+	KUNIT_CASE(sf_test_alias_resolves_to_physical),
+	KUNIT_CASE(sf_test_truncate_frees_alias),
+	KUNIT_CASE(sf_test_unshare_on_write),
+	KUNIT_CASE(sf_test_release_detaches_all),
+	KUNIT_CASE(sf_test_busy_alias_pins_physical),
+	KUNIT_CASE(sf_test_mark_accessed_physical),
+	{}
+};
+
+static struct kunit_suite shared_folio_test_suite = {
+	.name = "shared_folio",
+	.init = sf_test_init,
+	.exit = sf_test_exit,
+	.test_cases = shared_folio_test_cases,
+};
+kunit_test_suite(shared_folio_test_suite);
+
+MODULE_DESCRIPTION("KUnit tests for shared folios");
+MODULE_LICENSE("GPL");
