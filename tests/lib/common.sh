@@ -47,13 +47,15 @@ scratch_btrfs() {
 	mkdir -p "$SCRATCH_MNT"
 	umount "$SCRATCH_MNT" 2>/dev/null
 	mkfs.btrfs -q -f "$@" "$dev" >/dev/null || fail "mkfs.btrfs $* $dev"
-	mount -t btrfs "$dev" "$SCRATCH_MNT" || fail "mount $dev"
+	mount -t btrfs ${SCRATCH_MOUNT_OPTS:+-o "$SCRATCH_MOUNT_OPTS"} "$dev" "$SCRATCH_MNT" ||
+		fail "mount $dev"
 	SCRATCH_DEV=$dev
 }
 
 scratch_cycle() {
 	umount "$SCRATCH_MNT" || fail "umount $SCRATCH_MNT"
-	mount -t btrfs "$SCRATCH_DEV" "$SCRATCH_MNT" || fail "remount $SCRATCH_DEV"
+	mount -t btrfs ${SCRATCH_MOUNT_OPTS:+-o "$SCRATCH_MOUNT_OPTS"} "$SCRATCH_DEV" "$SCRATCH_MNT" ||
+		fail "remount $SCRATCH_DEV"
 }
 
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
