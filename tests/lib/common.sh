@@ -50,6 +50,8 @@ scratch_btrfs() {
 	mount -t btrfs ${SCRATCH_MOUNT_OPTS:+-o "$SCRATCH_MOUNT_OPTS"} "$dev" "$SCRATCH_MNT" ||
 		fail "mount $dev"
 	SCRATCH_DEV=$dev
+	# Found once: running btrfs(8) later would grow the page cache (9p).
+	SCRATCH_SYSFS=$(btrfs_sysfs)
 }
 
 scratch_cycle() {
@@ -79,11 +81,11 @@ btrfs_sysfs() {
 
 # Skip unless this kernel shares btrfs page cache.
 require_sharing() {
-	[ -f "$(btrfs_sysfs)/shared_folio/enabled" ] ||
+	[ -f "$SCRATCH_SYSFS/shared_folio/enabled" ] ||
 		skip "kernel without shared folios (no shared_folio/ in btrfs sysfs)"
 }
 
-sf_stat() { cat "$(btrfs_sysfs)/shared_folio/$1"; }
+sf_stat() { cat "$SCRATCH_SYSFS/shared_folio/$1"; }
 
 # Sectors read from a block device so far.
 dev_read_sectors() { awk '{ print $3 }' "/sys/block/${1#/dev/}/stat"; }
