@@ -52,7 +52,7 @@
 #include "shared-folio.h"
 
 /* At least this much is read per miss, as readahead would. */
-#define BTRFS_SF_MIN_WINDOW	(256 * 1024)
+#define BTRFS_SF_MIN_WINDOW	(1024 * 1024)
 /* At most this many pages per call (one array allocation). */
 #define BTRFS_SF_MAX_BATCH	256
 
