@@ -51,9 +51,12 @@
 #include "volumes.h"
 #include "shared-folio.h"
 
-/* At least this much is read per miss, as readahead would. */
-#define BTRFS_SF_MIN_WINDOW	(1024 * 1024)
-/* At most this many pages per call (one array allocation). */
+/*
+ * Asynchronous window: a sequential reader keeps this much beyond its read
+ * in flight in the extent cache, as readahead does for private pages.
+ */
+#define BTRFS_SF_WINDOW		(SZ_1M >> PAGE_SHIFT)
+/* At most this many pages per batch (one array allocation). */
 #define BTRFS_SF_MAX_BATCH	256
 
 struct btrfs_sf_item {
@@ -187,10 +190,12 @@ static void btrfs_sf_queue_read(struct btrfs_inode *inode, struct btrfs_sf_bio *
 
 /*
  * Find or create the physical folio for @item->bytenr; submit its read if
- * it is not uptodate and nobody else is reading it.
+ * it is not uptodate and nobody else is reading it.  @mark sets the
+ * readahead marker on a folio we read: the reader reaching it starts the
+ * next asynchronous window.
  */
 static void btrfs_sf_get_physical(struct btrfs_inode *inode, struct btrfs_sf_bio *sb,
-				  struct btrfs_sf_item *item)
+				  struct btrfs_sf_item *item, bool mark)
 {
 	struct btrfs_fs_info *fs_info = inode->root->fs_info;
 	struct address_space *ec = fs_info->sf_inode->i_mapping;
@@ -213,7 +218,7 @@ again:
 			return;
 		}
 	} else if (folio_test_uptodate(folio) || !folio_trylock(folio)) {
-		/* Cached, or being read by someone else: wait in phase 2. */
+		/* Cached, or being read by someone else: wait in phase 3. */
 		item->folio = folio;
 		return;
 	} else if (folio_test_uptodate(folio) || folio->mapping != ec) {
@@ -224,64 +229,43 @@ again:
 	/* Locked and not uptodate: new, or an earlier read failed. */
 	item->folio = folio;
 	item->read = true;
+	if (mark)
+		folio_set_readahead(folio);
 	btrfs_sf_queue_read(inode, sb, folio, item->bytenr,
 			    (u64)item->index << PAGE_SHIFT);
 }
 
-/**
- * btrfs_sf_populate() - install aliases for a read of shared extents
- * @inode: the file being read
- * @pos: start of the read
- * @count: its length
- *
- * For every page of [@pos, @pos + @count) (and a readahead window after
- * it) that has nothing in the page cache and whose data lives in an
- * eligible extent, get the extent cache's physical folio, reading it if
- * needed, and install an alias.  Anything that cannot be shared (ineligible
- * extent, allocation failure, I/O error, the max_sharing cap) is simply
- * left empty, and the generic path reads it privately as before: errors
- * reach the reader through that path, exactly as on a kernel without this.
- *
- * Context: process context; takes the invalidate lock shared and the
- * file's extent range lock.
+struct btrfs_sf_batch {
+	struct btrfs_sf_item *items;
+	unsigned long hits;
+	unsigned long misses;
+	bool read;		/* a waited-for page was read from disk */
+	pgoff_t marker;		/* a waited-for page carried the marker */
+	bool marked;
+};
+
+/*
+ * Share the missing pages of [@first, @last] (at most BTRFS_SF_MAX_BATCH).
+ * With @wait, wait for their physical folios and install aliases; without,
+ * only start the reads (the asynchronous window), marking the first.
  */
-void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
+static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
+				    pgoff_t last, bool wait,
+				    struct btrfs_sf_batch *b)
 {
 	struct btrfs_fs_info *fs_info = inode->root->fs_info;
 	struct address_space *mapping = inode->vfs_inode.i_mapping;
+	struct btrfs_sf_item *items = b->items;
 	struct extent_state *cached_state = NULL;
 	struct btrfs_sf_bio sb = { };
-	struct btrfs_sf_item *items;
-	unsigned long hits = 0, misses = 0;
 	unsigned int nr = 0, i;
-	pgoff_t first, last, idx, eof;
-	unsigned int nofs;
-	loff_t isize;
+	bool mark = !wait;
+	pgoff_t idx;
 	u64 start, end;
-
-	isize = i_size_read(&inode->vfs_inode);
-	if (!count || pos >= isize || !btrfs_sf_inode_eligible(inode))
-		return;
-	first = pos >> PAGE_SHIFT;
-	eof = (isize - 1) >> PAGE_SHIFT;
-	last = min_t(pgoff_t, eof, (min_t(loff_t, isize, pos + count) - 1) >> PAGE_SHIFT);
-
-	/* The hot case: everything is cached already. */
-	idx = page_cache_next_miss(mapping, first, last - first + 1);
-	if (idx - first >= last - first + 1)
-		return;
-	first = idx;
-	last = max_t(pgoff_t, last, first + (BTRFS_SF_MIN_WINDOW >> PAGE_SHIFT) - 1);
-	last = min_t(pgoff_t, last, min_t(pgoff_t, eof, first + BTRFS_SF_MAX_BATCH - 1));
-
-	items = kmalloc_array(last - first + 1, sizeof(*items), GFP_NOFS);
-	if (!items)
-		return;
 
 	start = (u64)first << PAGE_SHIFT;
 	end = ((u64)(last + 1) << PAGE_SHIFT) - 1;
 	filemap_invalidate_lock_shared(mapping);
-	nofs = memalloc_nofs_save();
 	btrfs_lock_and_flush_ordered_range(inode, start, end, &cached_state);
 
 	/* Phase 1: where does each missing page live? */
@@ -318,8 +302,13 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 	}
 
 	/* Phase 2: find or read the physical folios, one bio per run. */
-	for (i = 0; i < nr; i++)
-		btrfs_sf_get_physical(inode, &sb, &items[i]);
+	for (i = 0; i < nr; i++) {
+		btrfs_sf_get_physical(inode, &sb, &items[i], mark);
+		if (items[i].read) {
+			b->misses++;
+			mark = false;
+		}
+	}
 	btrfs_sf_submit(&sb);
 
 	/* Phase 3: wait for them and install the aliases. */
@@ -328,33 +317,111 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 
 		if (!folio)
 			continue;
+		if (!wait) {
+			folio_put(folio);
+			continue;
+		}
 		folio_lock(folio);
+		if (folio_test_clear_readahead(folio) && !b->marked) {
+			b->marked = true;
+			b->marker = items[i].index;
+		}
+		b->read |= items[i].read;
 		if (folio->mapping == fs_info->sf_inode->i_mapping &&
 		    folio_test_uptodate(folio) &&
 		    items[i].index <= ((i_size_read(&inode->vfs_inode) - 1) >> PAGE_SHIFT) &&
 		    shared_folio_attach(folio, &fs_info->sf_owner, GFP_NOFS) &&
-		    !shared_folio_add_alias(folio, mapping, items[i].index, GFP_NOFS)) {
-			if (items[i].read)
-				misses++;
-			else
-				hits++;
-		}
+		    !shared_folio_add_alias(folio, mapping, items[i].index, GFP_NOFS) &&
+		    !items[i].read)
+			b->hits++;
 		folio_unlock(folio);
 		folio_put(folio);
 	}
 
 	btrfs_unlock_extent(&inode->io_tree, start, end, &cached_state);
-	memalloc_nofs_restore(nofs);
 	filemap_invalidate_unlock_shared(mapping);
-	kfree(items);
+}
 
-	if (hits) {
-		count_vm_events(SHARED_FOLIO_HIT, hits);
-		atomic_long_add(hits, &fs_info->sf_hits);
+/**
+ * btrfs_sf_populate() - install aliases for a read of shared extents
+ * @inode: the file being read
+ * @pos: start of the read
+ * @count: its length
+ *
+ * For every page of [@pos, @pos + @count) that has nothing in the page
+ * cache and whose data lives in an eligible extent, get the extent cache's
+ * physical folio, reading it if needed, and install an alias.  Anything
+ * that cannot be shared (ineligible extent, allocation failure, I/O error,
+ * the max_sharing cap) is simply left empty, and the generic path reads it
+ * privately as before: errors reach the reader through that path, exactly
+ * as on a kernel without this.
+ *
+ * Sequential readers get an asynchronous window, as readahead gives them
+ * for private pages: a read that had to go to disk, following the page
+ * before it, starts the reads of the next BTRFS_SF_WINDOW pages without
+ * waiting and marks the first of them; reaching the marker starts the
+ * window after that.  Random reads read only what they ask for.
+ *
+ * Context: process context; takes the invalidate lock shared and the
+ * file's extent range lock.
+ */
+void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
+{
+	struct address_space *mapping = inode->vfs_inode.i_mapping;
+	struct btrfs_fs_info *fs_info = inode->root->fs_info;
+	struct btrfs_sf_batch b = { };
+	pgoff_t first, last, idx, eof, ra;
+	unsigned int nofs;
+	loff_t isize;
+
+	isize = i_size_read(&inode->vfs_inode);
+	if (!count || pos >= isize || !btrfs_sf_inode_eligible(inode))
+		return;
+	first = pos >> PAGE_SHIFT;
+	eof = (isize - 1) >> PAGE_SHIFT;
+	last = min_t(pgoff_t, eof, (min_t(loff_t, isize, pos + count) - 1) >> PAGE_SHIFT);
+
+	/* The hot case: everything is cached already. */
+	idx = page_cache_next_miss(mapping, first, last - first + 1);
+	if (idx - first >= last - first + 1)
+		return;
+
+	b.items = kmalloc_array(BTRFS_SF_MAX_BATCH, sizeof(*b.items), GFP_NOFS);
+	if (!b.items)
+		return;
+	nofs = memalloc_nofs_save();
+	while (idx <= last) {
+		pgoff_t batch_last = min(last, idx + BTRFS_SF_MAX_BATCH - 1);
+
+		btrfs_sf_populate_batch(inode, idx, batch_last, true, &b);
+		if (batch_last == last)
+			break;
+		idx = page_cache_next_miss(mapping, batch_last + 1, last - batch_last);
+		if (idx <= batch_last)	/* wrapped */
+			break;
 	}
-	if (misses) {
-		count_vm_events(SHARED_FOLIO_MISS, misses);
-		atomic_long_add(misses, &fs_info->sf_misses);
+
+	/* The asynchronous window, for sequential readers only. */
+	ra = 0;
+	if (b.marked)
+		ra = max(last + 1, b.marker + BTRFS_SF_WINDOW);
+	else if (b.read && (!first || filemap_range_has_page(mapping,
+				(loff_t)(first - 1) << PAGE_SHIFT,
+				((loff_t)first << PAGE_SHIFT) - 1)))
+		ra = last + 1;
+	if (ra && ra <= eof)
+		btrfs_sf_populate_batch(inode, ra,
+					min(eof, ra + BTRFS_SF_WINDOW - 1), false, &b);
+	memalloc_nofs_restore(nofs);
+	kfree(b.items);
+
+	if (b.hits) {
+		count_vm_events(SHARED_FOLIO_HIT, b.hits);
+		atomic_long_add(b.hits, &fs_info->sf_hits);
+	}
+	if (b.misses) {
+		count_vm_events(SHARED_FOLIO_MISS, b.misses);
+		atomic_long_add(b.misses, &fs_info->sf_misses);
 	}
 }
 

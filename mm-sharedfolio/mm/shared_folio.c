@@ -479,7 +479,7 @@ EXPORT_SYMBOL_GPL(shared_folio_unshare);
 
 static int __init shared_folio_init(void)
 {
-	sf_alias_cache = KMEM_CACHE(sf_alias, SLAB_PANIC);
+	sf_alias_cache = KMEM_CACHE(sf_alias, SLAB_PANIC | SLAB_NO_MERGE);
 	return 0;
 }
 subsys_initcall(shared_folio_init);

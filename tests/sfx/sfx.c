@@ -1,0 +1,1196 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sfx: a randomized model checker for files that share extents.
+ *
+ * In the spirit of fsx, but for many files at once: files spread over
+ * subvolumes, snapshots and reflink copies, driven by a seeded random
+ * sequence of operations, each checked against an in-memory model of what
+ * every file must contain.  Every read is verified; every file is verified
+ * in full every -V operations and at the end.  On a mismatch sfx prints the
+ * seed, the operations leading to it and the first differing bytes, and
+ * exits 1.  The same seed and options reproduce the same run.
+ *
+ * With -P N, N workers run at once on files that share extents with a
+ * common set of "golden" files, each worker owning its own files, so each
+ * one's model stays exact while all of them hit the same physical folios.
+ *
+ * Usage: sfx [options] DIR      (DIR on btrfs, emptied first)
+ * Exit: 0 all verified, 1 mismatch, 2 usage or setup error.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/btrfs.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+#include <linux/magic.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#define BLK		4096UL
+#define MAXFILES	48
+#define MAXSUBVOLS	8
+#define LOGSZ		64
+
+struct mfile {
+	bool used;
+	int subvol;		/* index in subvols[] */
+	char name[32];
+	int fd;
+	unsigned char *data;	/* what the file must contain */
+	size_t size;
+};
+
+struct subvol {
+	bool used;
+	char name[32];
+};
+
+static struct {
+	uint64_t seed;
+	long ops;
+	double seconds;
+	long verify_every;
+	size_t maxlen;
+	int nfiles;
+	int workers;
+	bool mmap_ops;
+	bool direct_ops;
+	bool snapshots;
+	bool drop_caches;
+	bool balance;
+	long hog_mb;
+	bool quiet;
+	long corrupt_at;	/* self-test: falsify the model at this op */
+	const char *dir;
+} opt = {
+	.seed = 1, .ops = 10000, .verify_every = 1000, .maxlen = 256 * 1024,
+	.nfiles = 8, .workers = 1, .mmap_ops = true, .direct_ops = true,
+	.snapshots = true, .drop_caches = true,
+};
+
+/* Per worker state. */
+static int wid;
+static char wdir[PATH_MAX];
+static struct mfile files[MAXFILES];
+static struct subvol subvols[MAXSUBVOLS];
+static uint64_t rng;
+static long opno;
+static char oplog[LOGSZ][160];
+static unsigned char *iobuf, *dbuf;
+static long counts[32];
+static long *done_ops;
+static uint64_t loghash = 0xcbf29ce484222325ULL;	/* FNV-1a of the log */		/* per worker, shared with the parent */
+
+static const char *const opnames[] = {
+	"read", "pread", "write", "dread", "dwrite", "truncate", "falloc",
+	"punch", "zero", "clone", "clonerange", "dedupe", "snapshot",
+	"fsync", "sync", "drop_caches", "dontneed", "mmap_read",
+	"mmap_shared_write", "mmap_private_write", "unlink", "verify",
+};
+
+enum {
+	OP_READ, OP_PREAD, OP_WRITE, OP_DREAD, OP_DWRITE, OP_TRUNCATE,
+	OP_FALLOC, OP_PUNCH, OP_ZERO, OP_CLONE, OP_CLONERANGE, OP_DEDUPE,
+	OP_SNAPSHOT, OP_FSYNC, OP_SYNC, OP_DROP, OP_DONTNEED, OP_MREAD,
+	OP_MSHARED, OP_MPRIVATE, OP_UNLINK, OP_VERIFY, NR_OPS
+};
+
+/* Relative frequency of each operation. */
+static int weight[NR_OPS] = {
+	[OP_READ] = 12, [OP_PREAD] = 12, [OP_WRITE] = 10, [OP_DREAD] = 4,
+	[OP_DWRITE] = 3, [OP_TRUNCATE] = 4, [OP_FALLOC] = 2, [OP_PUNCH] = 3,
+	[OP_ZERO] = 2, [OP_CLONE] = 4, [OP_CLONERANGE] = 8, [OP_DEDUPE] = 4,
+	[OP_SNAPSHOT] = 1, [OP_FSYNC] = 2, [OP_SYNC] = 1, [OP_DROP] = 1,
+	[OP_DONTNEED] = 3, [OP_MREAD] = 4, [OP_MSHARED] = 3, [OP_MPRIVATE] = 3,
+	[OP_UNLINK] = 1,
+};
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "sfx[%d]: ", wid);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+static uint64_t rnd(void)
+{
+	/* xorshift64*: small, fast, and the same on every machine */
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * 0x2545F4914F6CDD1DULL;
+}
+
+static uint64_t below(uint64_t n)
+{
+	return n ? rnd() % n : 0;
+}
+
+static void logop(const char *fmt, ...)
+{
+	char *l = oplog[opno % LOGSZ];
+	va_list ap;
+	int n;
+
+	n = snprintf(l, sizeof(oplog[0]), "%8ld ", opno);
+	va_start(ap, fmt);
+	vsnprintf(l + n, sizeof(oplog[0]) - n, fmt, ap);
+	va_end(ap);
+	for (; *l; l++)
+		loghash = (loghash ^ (unsigned char)*l) * 0x100000001b3ULL;
+}
+
+static void dump_log(void)
+{
+	long i;
+
+	fprintf(stderr, "sfx[%d]: seed %" PRIu64 ", last operations:\n", wid, opt.seed);
+	for (i = opno - LOGSZ + 1; i <= opno; i++)
+		if (i >= 0 && oplog[i % LOGSZ][0])
+			fprintf(stderr, "  %s\n", oplog[i % LOGSZ]);
+}
+
+static const char *fpath(const struct mfile *f)
+{
+	static char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/%s/%s", wdir, subvols[f->subvol].name, f->name);
+	return p;
+}
+
+static void mismatch(const struct mfile *f, const char *what, size_t off,
+		     const unsigned char *got, size_t len)
+{
+	const unsigned char *exp = f->data + off;
+	size_t i, j;
+
+	for (i = 0; i < len && got[i] == exp[i]; i++)
+		;
+	dump_log();
+	fprintf(stderr, "sfx[%d]: MISMATCH in %s of %s (size %zu) at offset %zu (0x%zx), op %ld\n",
+		wid, what, fpath(f), f->size, off + i, off + i, opno);
+	fprintf(stderr, "  expected:");
+	for (j = i; j < len && j < i + 16; j++)
+		fprintf(stderr, " %02x", exp[j]);
+	fprintf(stderr, "\n  got:     ");
+	for (j = i; j < len && j < i + 16; j++)
+		fprintf(stderr, " %02x", got[j]);
+	fprintf(stderr, "\nsfx: reproduce with: sfx -s %" PRIu64 " -n %ld ... (same options)\n",
+		opt.seed, opt.ops);
+	exit(1);
+}
+
+static void check(const struct mfile *f, const char *what, size_t off,
+		  const unsigned char *got, size_t len)
+{
+	if (memcmp(got, f->data + off, len))
+		mismatch(f, what, off, got, len);
+}
+
+static void fill(unsigned char *p, size_t len)
+{
+	uint64_t x = rnd() | 1;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (!(i & 7)) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+		}
+		p[i] = x >> ((i & 7) * 8);
+	}
+}
+
+static void model_resize(struct mfile *f, size_t size)
+{
+	if (size > f->size)
+		memset(f->data + f->size, 0, size - f->size);
+	f->size = size;
+}
+
+static int live_files(int *idx)
+{
+	int i, n = 0;
+
+	for (i = 0; i < MAXFILES; i++)
+		if (files[i].used)
+			idx[n++] = i;
+	return n;
+}
+
+static struct mfile *pick(void)
+{
+	int idx[MAXFILES], n = live_files(idx);
+
+	return n ? &files[idx[below(n)]] : NULL;
+}
+
+static void open_file(struct mfile *f, bool create)
+{
+	f->fd = open(fpath(f), O_RDWR | (create ? O_CREAT | O_EXCL : 0), 0644);
+	if (f->fd < 0)
+		die("open %s: %s", fpath(f), strerror(errno));
+}
+
+static struct mfile *new_file(int subvol, const char *name)
+{
+	int i;
+
+	for (i = 0; i < MAXFILES; i++) {
+		struct mfile *f = &files[i];
+
+		if (f->used)
+			continue;
+		memset(f, 0, sizeof(*f));
+		f->used = true;
+		f->subvol = subvol;
+		snprintf(f->name, sizeof(f->name), "%s", name);
+		f->data = calloc(1, opt.maxlen);
+		if (!f->data)
+			die("out of memory");
+		return f;
+	}
+	return NULL;
+}
+
+static void xpread(struct mfile *f, const char *what, int fd, unsigned char *buf,
+		   size_t len, size_t off)
+{
+	size_t want = off >= f->size ? 0 : (f->size - off < len ? f->size - off : len);
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < len) {
+		n = pread(fd, buf + done, len - done, off + done);
+		if (n < 0) {
+			dump_log();
+			die("%s %s at %zu+%zu: %s", what, fpath(f), off, len, strerror(errno));
+		}
+		if (n == 0)
+			break;
+		done += n;
+	}
+	if (done != want) {
+		dump_log();
+		fprintf(stderr, "sfx[%d]: MISMATCH: %s of %s at %zu+%zu returned %zu bytes, size is %zu\n",
+			wid, what, fpath(f), off, len, done, f->size);
+		exit(1);
+	}
+	check(f, what, off, buf, done);
+}
+
+static void xpwrite(struct mfile *f, int fd, const unsigned char *buf, size_t len,
+		    size_t off)
+{
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < len) {
+		n = pwrite(fd, buf + done, len - done, off + done);
+		if (n <= 0) {
+			dump_log();
+			die("write %s at %zu+%zu: %s", fpath(f), off, len,
+			    n < 0 ? strerror(errno) : "short");
+		}
+		done += n;
+	}
+}
+
+static void verify_file(struct mfile *f)
+{
+	struct stat st;
+
+	if (fstat(f->fd, &st))
+		die("fstat %s: %s", fpath(f), strerror(errno));
+	if ((size_t)st.st_size != f->size) {
+		dump_log();
+		fprintf(stderr, "sfx[%d]: MISMATCH: %s has size %jd, model %zu\n",
+			wid, fpath(f), (intmax_t)st.st_size, f->size);
+		exit(1);
+	}
+	xpread(f, "verify", f->fd, iobuf, opt.maxlen, 0);
+}
+
+static void verify_all(void)
+{
+	int i;
+
+	for (i = 0; i < MAXFILES; i++)
+		if (files[i].used)
+			verify_file(&files[i]);
+}
+
+/* A random range: [off, off + len) within maxlen, sometimes page aligned. */
+static void range(size_t *off, size_t *len, bool aligned)
+{
+	size_t max = opt.maxlen;
+
+	if (aligned) {
+		*off = below(max / BLK) * BLK;
+		*len = (1 + below((max - *off) / BLK < 32 ? (max - *off) / BLK : 32)) * BLK;
+		return;
+	}
+	*off = below(max);
+	switch (below(4)) {
+	case 0:
+		*len = 1 + below(64);
+		break;
+	case 1:
+		*len = 1 + below(BLK);
+		break;
+	default:
+		*len = 1 + below(16 * BLK);
+		break;
+	}
+	if (*off + *len > max)
+		*len = max - *off;
+}
+
+static void do_read(struct mfile *f, bool positional)
+{
+	size_t off, len;
+
+	range(&off, &len, false);
+	if (f->size && below(2))	/* mostly inside the file */
+		off = below(f->size);
+	if (off + len > opt.maxlen)
+		len = opt.maxlen - off;
+	logop("%s %s %zu+%zu", positional ? "pread" : "read", fpath(f), off, len);
+	if (positional) {
+		xpread(f, "pread", f->fd, iobuf, len, off);
+	} else {
+		/* read(2) through the file position, as cp and cat do */
+		size_t want = off >= f->size ? 0 : (f->size - off < len ? f->size - off : len);
+		size_t done = 0;
+		ssize_t n;
+
+		if (lseek(f->fd, off, SEEK_SET) < 0)
+			die("lseek: %s", strerror(errno));
+		while (done < len && (n = read(f->fd, iobuf + done, len - done)) > 0)
+			done += n;
+		if (done != want) {
+			dump_log();
+			fprintf(stderr, "sfx[%d]: MISMATCH: read of %s returned %zu of %zu\n",
+				wid, fpath(f), done, want);
+			exit(1);
+		}
+		check(f, "read", off, iobuf, done);
+	}
+}
+
+static void do_write(struct mfile *f)
+{
+	size_t off, len;
+
+	range(&off, &len, false);
+	logop("write %s %zu+%zu", fpath(f), off, len);
+	fill(iobuf, len);
+	xpwrite(f, f->fd, iobuf, len, off);
+	if (off > f->size)
+		model_resize(f, off);
+	memcpy(f->data + off, iobuf, len);
+	if (off + len > f->size)
+		f->size = off + len;
+}
+
+static int open_direct(struct mfile *f)
+{
+	int fd = open(fpath(f), O_RDWR | O_DIRECT);
+
+	if (fd < 0)
+		die("open O_DIRECT %s: %s", fpath(f), strerror(errno));
+	return fd;
+}
+
+static void do_dread(struct mfile *f)
+{
+	size_t off, len;
+	int fd;
+
+	range(&off, &len, true);
+	logop("dread %s %zu+%zu", fpath(f), off, len);
+	fd = open_direct(f);
+	xpread(f, "O_DIRECT read", fd, dbuf, len, off);
+	close(fd);
+}
+
+static void do_dwrite(struct mfile *f)
+{
+	size_t off, len;
+	int fd;
+
+	range(&off, &len, true);
+	logop("dwrite %s %zu+%zu", fpath(f), off, len);
+	fill(dbuf, len);
+	fd = open_direct(f);
+	xpwrite(f, fd, dbuf, len, off);
+	close(fd);
+	if (off > f->size)
+		model_resize(f, off);
+	memcpy(f->data + off, dbuf, len);
+	if (off + len > f->size)
+		f->size = off + len;
+}
+
+static void do_truncate(struct mfile *f)
+{
+	size_t size = below(opt.maxlen + 1);
+
+	if (below(2))
+		size = size / BLK * BLK;
+	logop("truncate %s %zu -> %zu", fpath(f), f->size, size);
+	if (ftruncate(f->fd, size))
+		die("truncate %s: %s", fpath(f), strerror(errno));
+	model_resize(f, size);
+}
+
+static void do_fallocate(struct mfile *f, int op)
+{
+	static const char *const what[] = { "falloc", "punch", "zero" };
+	int mode, w = op == OP_FALLOC ? 0 : op == OP_PUNCH ? 1 : 2;
+	size_t off, len;
+
+	range(&off, &len, below(2));
+	mode = op == OP_FALLOC ? (below(2) ? FALLOC_FL_KEEP_SIZE : 0) :
+	       op == OP_PUNCH ? FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE :
+	       FALLOC_FL_ZERO_RANGE | (below(2) ? FALLOC_FL_KEEP_SIZE : 0);
+	logop("%s %s %zu+%zu mode %#x", what[w], fpath(f), off, len, mode);
+	if (fallocate(f->fd, mode, off, len)) {
+		if (errno == EOPNOTSUPP)
+			return;
+		die("fallocate %s: %s", fpath(f), strerror(errno));
+	}
+	if (op != OP_FALLOC) {
+		size_t end = off + len;
+
+		if (mode & FALLOC_FL_KEEP_SIZE && end > f->size)
+			end = f->size;
+		if (end > off) {
+			if (end > f->size)
+				model_resize(f, end);
+			memset(f->data + off, 0, end - off);
+		}
+	}
+	if (!(mode & FALLOC_FL_KEEP_SIZE) && off + len > f->size)
+		model_resize(f, off + len);
+}
+
+static void do_clone(struct mfile *dst, struct mfile *src, bool whole)
+{
+	struct file_clone_range r;
+	size_t soff, doff, len, send;
+
+	if (dst == src && whole)
+		return;
+	if (whole) {
+		logop("clone %s <- %s (%zu)", fpath(dst), fpath(src), src->size);
+		/* as cp --reflink over an existing file: the tail goes too */
+		if (ftruncate(dst->fd, 0))
+			die("truncate %s: %s", fpath(dst), strerror(errno));
+		if (ioctl(dst->fd, FICLONE, src->fd))
+			die("FICLONE %s <- %s: %s", fpath(dst), fpath(src), strerror(errno));
+		memcpy(dst->data, src->data, src->size);
+		dst->size = src->size;
+		return;
+	}
+	if (src->size < BLK)
+		return;
+	soff = below(src->size / BLK) * BLK;
+	send = src->size / BLK * BLK;
+	/* a range ending at the source's EOF may be unaligned */
+	if (below(3) == 0)
+		send = src->size;
+	len = send - soff;
+	if (len > 32 * BLK)
+		len = (1 + below(32)) * BLK;
+	doff = below(opt.maxlen / BLK) * BLK;
+	if (doff + len > opt.maxlen)
+		return;
+	/* an unaligned end is only allowed at the destination's EOF too */
+	if ((len % BLK) && doff + len < dst->size)
+		len = len / BLK * BLK;
+	if (!len)
+		return;
+	if (dst == src && doff < soff + len && soff < doff + len)
+		return;	/* overlapping ranges in one file are refused */
+	logop("clonerange %s %zu <- %s %zu +%zu", fpath(dst), doff, fpath(src), soff, len);
+	r.src_fd = src->fd;
+	r.src_offset = soff;
+	r.src_length = len;
+	r.dest_offset = doff;
+	if (ioctl(dst->fd, FICLONERANGE, &r))
+		die("FICLONERANGE %s <- %s: %s", fpath(dst), fpath(src), strerror(errno));
+	if (doff > dst->size)
+		model_resize(dst, doff);
+	memmove(dst->data + doff, src->data + soff, len);
+	if (doff + len > dst->size)
+		dst->size = doff + len;
+}
+
+/*
+ * Make a range of @dst equal to one of @src with a buffered write, then
+ * FIDEDUPERANGE them; sometimes dedupe ranges the model says differ, and
+ * check that the kernel says so too.
+ */
+static void do_dedupe(struct mfile *dst, struct mfile *src)
+{
+	struct file_dedupe_range *r;
+	size_t soff, doff, len;
+	bool same;
+
+	if (src->size < BLK || dst->size < BLK || dst == src)
+		return;
+	soff = below(src->size / BLK) * BLK;
+	len = (1 + below(16)) * BLK;
+	if (soff + len > src->size / BLK * BLK)
+		len = src->size / BLK * BLK - soff;
+	doff = below(dst->size / BLK) * BLK;
+	if (doff + len > dst->size / BLK * BLK)
+		len = dst->size / BLK * BLK - doff;
+	if (!len)
+		return;
+	if (below(4)) {
+		xpwrite(dst, dst->fd, src->data + soff, len, doff);
+		memcpy(dst->data + doff, src->data + soff, len);
+	}
+	same = !memcmp(dst->data + doff, src->data + soff, len);
+	logop("dedupe %s %zu <- %s %zu +%zu (%s)", fpath(dst), doff, fpath(src), soff,
+	      len, same ? "same" : "differs");
+	r = calloc(1, sizeof(*r) + sizeof(r->info[0]));
+	r->src_offset = soff;
+	r->src_length = len;
+	r->dest_count = 1;
+	r->info[0].dest_fd = dst->fd;
+	r->info[0].dest_offset = doff;
+	if (ioctl(src->fd, FIDEDUPERANGE, r))
+		die("FIDEDUPERANGE: %s", strerror(errno));
+	if (r->info[0].status < 0)
+		die("FIDEDUPERANGE status: %s", strerror(-r->info[0].status));
+	if ((r->info[0].status == FILE_DEDUPE_RANGE_SAME) != same) {
+		dump_log();
+		fprintf(stderr, "sfx[%d]: MISMATCH: dedupe says the ranges %s, the model says %s\n",
+			wid, same ? "differ" : "are the same", same ? "same" : "differ");
+		exit(1);
+	}
+	free(r);
+}
+
+static int new_subvol_slot(void)
+{
+	int i;
+
+	for (i = 0; i < MAXSUBVOLS; i++)
+		if (!subvols[i].used)
+			return i;
+	return -1;
+}
+
+static void close_subvol_files(int s, bool forget)
+{
+	int i;
+
+	for (i = 0; i < MAXFILES; i++) {
+		if (!files[i].used || files[i].subvol != s)
+			continue;
+		close(files[i].fd);
+		if (forget) {
+			free(files[i].data);
+			files[i].used = false;
+		}
+	}
+}
+
+static int open_dir(const char *sub)
+{
+	char p[PATH_MAX];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s%s%s", wdir, sub ? "/" : "", sub ? sub : "");
+	fd = open(p, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		die("open %s: %s", p, strerror(errno));
+	return fd;
+}
+
+static void delete_subvol(int s)
+{
+	struct btrfs_ioctl_vol_args a = { };
+	int dfd;
+
+	logop("delete subvolume %s", subvols[s].name);
+	close_subvol_files(s, true);
+	dfd = open_dir(NULL);
+	snprintf(a.name, sizeof(a.name), "%s", subvols[s].name);
+	if (ioctl(dfd, BTRFS_IOC_SNAP_DESTROY, &a))
+		die("delete subvolume %s: %s", subvols[s].name, strerror(errno));
+	close(dfd);
+	subvols[s].used = false;
+}
+
+static void do_snapshot(void)
+{
+	struct btrfs_ioctl_vol_args_v2 a = { };
+	int idx[MAXFILES], n = live_files(idx), s, src, i, sfd, dfd, nsrc = 0;
+	static int serial;
+
+	/* keep room: delete a snapshot (never subvolume 0) when full */
+	s = new_subvol_slot();
+	if (s < 0) {
+		do {
+			s = 1 + below(MAXSUBVOLS - 1);
+		} while (!subvols[s].used);
+		delete_subvol(s);
+		return;
+	}
+	src = files[idx[below(n)]].subvol;
+	for (i = 0; i < n; i++)
+		nsrc += files[idx[i]].subvol == src;
+	if (n + nsrc > MAXFILES) {
+		/* no room for its files: delete another snapshot instead */
+		for (i = 1; i < MAXSUBVOLS; i++)
+			if (subvols[i].used && i != src) {
+				delete_subvol(i);
+				return;
+			}
+		return;
+	}
+	snprintf(subvols[s].name, sizeof(subvols[s].name), "snap%d", ++serial);
+	logop("snapshot %s -> %s", subvols[src].name, subvols[s].name);
+	sfd = open_dir(subvols[src].name);
+	dfd = open_dir(NULL);
+	a.fd = sfd;
+	snprintf(a.name, sizeof(a.name), "%s", subvols[s].name);
+	if (ioctl(dfd, BTRFS_IOC_SNAP_CREATE_V2, &a))
+		die("snapshot: %s", strerror(errno));
+	close(sfd);
+	close(dfd);
+	subvols[s].used = true;
+	for (i = 0; i < n; i++) {
+		struct mfile *f = &files[idx[i]], *c;
+
+		if (f->subvol != src)
+			continue;
+		c = new_file(s, f->name);
+		memcpy(c->data, f->data, f->size);
+		c->size = f->size;
+		open_file(c, false);
+	}
+}
+
+static void do_unlink(struct mfile *f)
+{
+	int idx[MAXFILES], n = live_files(idx);
+	char name[32];
+	int s = f->subvol;
+
+	if (n <= 2)
+		return;
+	logop("unlink %s", fpath(f));
+	if (unlink(fpath(f)))
+		die("unlink %s: %s", fpath(f), strerror(errno));
+	close(f->fd);
+	/* and a new file in its place, cloned from another */
+	snprintf(name, sizeof(name), "%s", f->name);
+	free(f->data);
+	f->used = false;
+	f = new_file(s, name);
+	open_file(f, true);
+	do_clone(f, pick(), true);
+}
+
+static void drop_caches(void)
+{
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+
+	if (fd < 0)
+		return;	/* not root: the rest still runs */
+	if (write(fd, "3\n", 2) != 2)
+		die("drop_caches: %s", strerror(errno));
+	close(fd);
+}
+
+static void do_mmap(struct mfile *f, int op)
+{
+	size_t off, len, moff, mlen;
+	unsigned char *p;
+	int prot = PROT_READ, flags = MAP_SHARED;
+
+	if (f->size == 0)
+		return;
+	off = below(f->size);
+	len = 1 + below(f->size - off < 8 * BLK ? f->size - off : 8 * BLK);
+	moff = off / BLK * BLK;
+	mlen = off + len - moff;
+	if (op != OP_MREAD)
+		prot |= PROT_WRITE;
+	if (op == OP_MPRIVATE)
+		flags = MAP_PRIVATE;
+	logop("%s %s %zu+%zu", opnames[op], fpath(f), off, len);
+	p = mmap(NULL, mlen, prot, flags, f->fd, moff);
+	if (p == MAP_FAILED)
+		die("mmap %s: %s", fpath(f), strerror(errno));
+	check(f, "mmap read", off, p + (off - moff), len);
+	if (op != OP_MREAD) {
+		fill(iobuf, len);
+		memcpy(p + (off - moff), iobuf, len);
+		/* the mapping sees its own write at once */
+		if (memcmp(p + (off - moff), iobuf, len)) {
+			dump_log();
+			fprintf(stderr, "sfx[%d]: MISMATCH: %s mapping does not hold its write\n",
+				wid, opnames[op]);
+			exit(1);
+		}
+		if (op == OP_MSHARED) {
+			if (msync(p, mlen, MS_SYNC))
+				die("msync: %s", strerror(errno));
+			memcpy(f->data + off, iobuf, len);
+		}
+	}
+	munmap(p, mlen);
+	/* a private write never reaches the file */
+	if (op == OP_MPRIVATE)
+		xpread(f, "pread after MAP_PRIVATE write", f->fd, iobuf, len, off);
+}
+
+static int pick_op(void)
+{
+	int total = 0, i, r;
+
+	for (i = 0; i < NR_OPS; i++)
+		total += weight[i];
+	r = below(total);
+	for (i = 0; i < NR_OPS; i++) {
+		if (r < weight[i])
+			return i;
+		r -= weight[i];
+	}
+	return OP_READ;
+}
+
+static void one_op(void)
+{
+	struct mfile *f = pick(), *g = pick();
+	int op = pick_op();
+
+	counts[op]++;
+	switch (op) {
+	case OP_READ:
+	case OP_PREAD:
+		do_read(f, op == OP_PREAD);
+		break;
+	case OP_WRITE:
+		do_write(f);
+		break;
+	case OP_DREAD:
+		do_dread(f);
+		break;
+	case OP_DWRITE:
+		do_dwrite(f);
+		break;
+	case OP_TRUNCATE:
+		do_truncate(f);
+		break;
+	case OP_FALLOC:
+	case OP_PUNCH:
+	case OP_ZERO:
+		do_fallocate(f, op);
+		break;
+	case OP_CLONE:
+		do_clone(f, g, true);
+		break;
+	case OP_CLONERANGE:
+		do_clone(f, g, false);
+		break;
+	case OP_DEDUPE:
+		do_dedupe(f, g);
+		break;
+	case OP_SNAPSHOT:
+		do_snapshot();
+		break;
+	case OP_FSYNC:
+		logop("fsync %s", fpath(f));
+		if (fsync(f->fd))
+			die("fsync: %s", strerror(errno));
+		break;
+	case OP_SYNC:
+		logop("sync");
+		sync();
+		break;
+	case OP_DROP:
+		logop("drop_caches");
+		drop_caches();
+		break;
+	case OP_DONTNEED:
+		logop("fadvise DONTNEED %s", fpath(f));
+		posix_fadvise(f->fd, 0, 0, POSIX_FADV_DONTNEED);
+		break;
+	case OP_MREAD:
+	case OP_MSHARED:
+	case OP_MPRIVATE:
+		do_mmap(f, op);
+		break;
+	case OP_UNLINK:
+		do_unlink(f);
+		break;
+	}
+}
+
+static void mkdir_p(const char *p)
+{
+	if (mkdir(p, 0755) && errno != EEXIST)
+		die("mkdir %s: %s", p, strerror(errno));
+}
+
+static void create_subvol(const char *name)
+{
+	struct btrfs_ioctl_vol_args a = { };
+	int dfd = open_dir(NULL);
+
+	snprintf(a.name, sizeof(a.name), "%s", name);
+	if (ioctl(dfd, BTRFS_IOC_SUBVOL_CREATE, &a))
+		die("create subvolume %s/%s: %s", wdir, name, strerror(errno));
+	close(dfd);
+}
+
+/* The golden files every worker's files start as reflinks of. */
+static void make_golden(void)
+{
+	char p[PATH_MAX];
+	int i, fd;
+
+	snprintf(wdir, sizeof(wdir), ".");
+	create_subvol("golden");
+	for (i = 0; i < opt.nfiles; i++) {
+		size_t len = opt.maxlen / 2 + below(opt.maxlen / 2);
+
+		snprintf(p, sizeof(p), "golden/g%d", i);
+		fd = open(p, O_RDWR | O_CREAT | O_EXCL, 0644);
+		if (fd < 0)
+			die("create %s: %s", p, strerror(errno));
+		fill(iobuf, len);
+		if (write(fd, iobuf, len) != (ssize_t)len)
+			die("write %s: %s", p, strerror(errno));
+		close(fd);
+	}
+	sync();
+}
+
+static void golden_data(int i, struct mfile *f)
+{
+	char p[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	snprintf(p, sizeof(p), "golden/g%d", i);
+	fd = open(p, O_RDONLY);
+	if (fd < 0)
+		die("open %s: %s", p, strerror(errno));
+	n = pread(fd, f->data, opt.maxlen, 0);
+	if (n < 0)
+		die("read %s: %s", p, strerror(errno));
+	f->size = n;
+	if (ioctl(f->fd, FICLONE, fd))
+		die("FICLONE %s <- %s: %s", fpath(f), p, strerror(errno));
+	close(fd);
+}
+
+static volatile sig_atomic_t stop;
+
+static void on_alarm(int sig)
+{
+	stop = 1;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int worker(int w)
+{
+	double t0 = now();
+	int i;
+
+	wid = w;
+	rng = opt.seed * 0x9E3779B97F4A7C15ULL + w + 1;
+	/* relative to DIR, so that the log does not depend on where it is */
+	snprintf(wdir, sizeof(wdir), "w%d", w);
+	mkdir_p(wdir);
+	create_subvol("s0");
+	subvols[0].used = true;
+	snprintf(subvols[0].name, sizeof(subvols[0].name), "s0");
+	for (i = 0; i < opt.nfiles; i++) {
+		char name[32];
+		struct mfile *f;
+
+		snprintf(name, sizeof(name), "f%d", i);
+		f = new_file(0, name);
+		open_file(f, true);
+		golden_data(i, f);
+	}
+	for (opno = 0; opt.ops < 0 || opno < opt.ops; opno++) {
+		if (stop)
+			break;
+		one_op();
+		if (opt.corrupt_at && opno == opt.corrupt_at) {
+			struct mfile *f = pick();
+
+			/* must be caught by the next verify: proves sfx can fail */
+			if (!f->size)
+				model_resize(f, 1);
+			f->data[f->size / 2] ^= 0x5a;
+			logop("self-test: model of %s falsified at %zu", fpath(f), f->size / 2);
+			verify_file(f);
+		}
+		if (opt.verify_every && opno % opt.verify_every == opt.verify_every - 1) {
+			logop("verify all");
+			verify_all();
+		}
+	}
+	logop("final verify");
+	verify_all();
+	done_ops[w] = opno;
+	if (!opt.quiet) {
+		double t = now() - t0;
+
+		printf("sfx[%d]: %ld operations in %.1f s (%.0f/s), 0 mismatches, log hash %016" PRIx64 ";",
+		       w, opno, t, opno / (t > 0 ? t : 1), loghash);
+		for (i = 0; i < NR_OPS; i++)
+			if (counts[i])
+				printf(" %s %ld", opnames[i], counts[i]);
+		printf("\n");
+		fflush(stdout);
+	}
+	return 0;
+}
+
+static pid_t spawn(void (*fn)(void))
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		fn();
+		_exit(0);
+	}
+	return pid;
+}
+
+static void balance_loop(void)
+{
+	for (;;) {
+		pid_t p = fork();
+
+		if (p == 0) {
+			int fd = open("/dev/null", O_WRONLY);
+
+			dup2(fd, 1);
+			dup2(fd, 2);
+			execlp("btrfs", "btrfs", "balance", "start", "--full-balance", ".",
+			       (char *)NULL);
+			_exit(127);
+		}
+		if (p < 0 || waitpid(p, NULL, 0) < 0)
+			_exit(1);
+		sleep(1);
+	}
+}
+
+static void hog_loop(void)
+{
+	size_t len = (size_t)opt.hog_mb << 20, i;
+	unsigned char *p;
+
+	for (;;) {
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED) {
+			sleep(1);
+			continue;
+		}
+		for (i = 0; i < len; i += 4096)
+			p[i] = i;
+		munmap(p, len);
+	}
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: sfx [options] DIR\n"
+		"  DIR is a directory on btrfs (created; must be empty)\n"
+		"  -s SEED     random seed (default 1); the same seed repeats the run\n"
+		"  -n OPS      operations per worker (default 10000; -1: until -t)\n"
+		"  -t SECONDS  stop after this long\n"
+		"  -P N        N workers on files sharing one set of extents (default 1)\n"
+		"  -f N        files per worker to start with (default 8)\n"
+		"  -l BYTES    maximum file length (default 262144)\n"
+		"  -V N        verify every file every N operations (default 1000; 0: at the end)\n"
+		"  -M          no mmap operations    -D  no O_DIRECT operations\n"
+		"  -S          no snapshots          -C  no drop_caches\n"
+		"  -B          btrfs balance in the background\n"
+		"  -H MB       a memory hog of MB in the background\n"
+		"  -q          quiet: print nothing on success\n"
+		"  -X OP       self-test: falsify the model after operation OP (must fail)\n"
+		"exit: 0 verified, 1 mismatch (seed and operation log printed), 2 error\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	pid_t bg[2] = { 0, 0 }, *pids;
+	struct statfs sfs;
+	double t0;
+	int c, i, failed = 0;
+	long total = 0;
+
+	while ((c = getopt(argc, argv, "s:n:t:P:f:l:V:MDSCBH:X:qh")) != -1) {
+		switch (c) {
+		case 's': opt.seed = strtoull(optarg, NULL, 0); break;
+		case 'n': opt.ops = strtol(optarg, NULL, 0); break;
+		case 't': opt.seconds = strtod(optarg, NULL); break;
+		case 'P': opt.workers = atoi(optarg); break;
+		case 'f': opt.nfiles = atoi(optarg); break;
+		case 'l': opt.maxlen = strtoul(optarg, NULL, 0); break;
+		case 'V': opt.verify_every = strtol(optarg, NULL, 0); break;
+		case 'M': opt.mmap_ops = false; break;
+		case 'D': opt.direct_ops = false; break;
+		case 'S': opt.snapshots = false; break;
+		case 'C': opt.drop_caches = false; break;
+		case 'B': opt.balance = true; break;
+		case 'H': opt.hog_mb = atol(optarg); break;
+		case 'q': opt.quiet = true; break;
+		case 'X': opt.corrupt_at = atol(optarg); break;
+		default: usage();
+		}
+	}
+	if (optind != argc - 1)
+		usage();
+	opt.dir = argv[optind];
+	if (opt.workers < 1 || opt.workers > 64 || opt.nfiles < 2 ||
+	    opt.nfiles > MAXFILES / 2 || opt.maxlen < 4 * BLK || opt.maxlen % BLK ||
+	    opt.maxlen > (64 << 20))
+		die("bad option: need 1 <= -P <= 64, 2 <= -f <= %d, -l a multiple of 4096 in [16K, 64M]",
+		    MAXFILES / 2);
+	if (!opt.mmap_ops)
+		weight[OP_MREAD] = weight[OP_MSHARED] = weight[OP_MPRIVATE] = 0;
+	if (!opt.direct_ops)
+		weight[OP_DREAD] = weight[OP_DWRITE] = 0;
+	if (!opt.snapshots)
+		weight[OP_SNAPSHOT] = 0;
+	if (!opt.drop_caches)
+		weight[OP_DROP] = 0;
+	if (opt.ops < 0 && opt.seconds <= 0)
+		die("-n -1 needs -t");
+
+	mkdir_p(opt.dir);
+	if (statfs(opt.dir, &sfs))
+		die("statfs %s: %s", opt.dir, strerror(errno));
+	if (sfs.f_type != BTRFS_SUPER_MAGIC)
+		die("%s is not on btrfs", opt.dir);
+	if (rmdir(opt.dir) == 0)
+		mkdir_p(opt.dir);
+	else if (errno == ENOTEMPTY || errno == EEXIST)
+		die("%s is not empty", opt.dir);
+	if (chdir(opt.dir))
+		die("chdir %s: %s", opt.dir, strerror(errno));
+
+	iobuf = aligned_alloc(BLK, opt.maxlen + BLK);
+	dbuf = aligned_alloc(BLK, opt.maxlen + BLK);
+	if (!iobuf || !dbuf)
+		die("out of memory");
+	rng = opt.seed ^ 0x5F0E1D2C3B4A5968ULL;
+	make_golden();
+
+	if (!opt.quiet)
+		printf("sfx: seed %" PRIu64 ", %d worker(s), %ld operations each, files up to %zu bytes%s%s%s\n",
+		       opt.seed, opt.workers, opt.ops, opt.maxlen,
+		       opt.balance ? ", background balance" : "",
+		       opt.hog_mb ? ", memory hog" : "", opt.mmap_ops ? ", mmap" : "");
+	fflush(stdout);
+	if (opt.balance)
+		bg[0] = spawn(balance_loop);
+	if (opt.hog_mb)
+		bg[1] = spawn(hog_loop);
+
+	t0 = now();
+	pids = calloc(opt.workers, sizeof(*pids));
+	done_ops = mmap(NULL, opt.workers * sizeof(long), PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (!pids || done_ops == MAP_FAILED)
+		die("out of memory");
+	for (i = 0; i < opt.workers; i++) {
+		pids[i] = fork();
+		if (pids[i] < 0)
+			die("fork: %s", strerror(errno));
+		if (pids[i] == 0) {
+			if (opt.seconds > 0) {
+				signal(SIGALRM, on_alarm);
+				alarm((unsigned int)opt.seconds ? (unsigned int)opt.seconds : 1);
+			}
+			_exit(worker(i));
+		}
+	}
+	for (i = 0; i < opt.workers; i++) {
+		int st;
+
+		if (waitpid(pids[i], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+			fprintf(stderr, "sfx: worker %d failed (%s %d)\n", i,
+				WIFSIGNALED(st) ? "signal" : "status",
+				WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+			failed = failed ?: (WIFEXITED(st) ? WEXITSTATUS(st) : 1);
+		}
+	}
+	for (i = 0; i < 2; i++)
+		if (bg[i]) {
+			kill(bg[i], SIGKILL);
+			waitpid(bg[i], NULL, 0);
+		}
+	/* a balance started by the loop may still be running */
+	if (opt.balance) {
+		pid_t p = fork();
+
+		if (p == 0) {
+			int fd = open("/dev/null", O_WRONLY);
+
+			dup2(fd, 1);
+			dup2(fd, 2);
+			execlp("btrfs", "btrfs", "balance", "cancel", ".", (char *)NULL);
+			_exit(127);
+		}
+		waitpid(p, NULL, 0);
+	}
+	for (i = 0; i < opt.workers; i++)
+		total += done_ops[i];
+	t0 = now() - t0;
+	if (!opt.quiet || failed)
+		printf("sfx: seed %" PRIu64 ": %ld operations in %.1f s (%.0f/s), %s\n",
+		       opt.seed, total, t0, total / (t0 > 0 ? t0 : 1),
+		       failed == 1 ? "MISMATCH" : failed ? "ERROR" : "0 mismatches");
+	return failed;
+}
