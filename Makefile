@@ -8,7 +8,7 @@ BZ_STOCK := build/obj-stock/arch/x86/boot/bzImage
 BZ_DEBUG := build/obj-debug/arch/x86/boot/bzImage
 
 .PHONY: all deps kernel stock debug demo check check-host check-guest \
-	bench sync check-sync checkpatch bisect clean distclean help
+	check-debug soak bench sync check-sync checkpatch bisect clean distclean help
 
 all: kernel
 
@@ -44,6 +44,18 @@ check-host: kernel
 
 check-guest: kernel
 	@tests/run -k $(BZ_PATCHED) --guest-only
+
+## check-debug the guest suite and the model checker on the debug kernel;
+##             fails on any KASAN, lockdep, VM_BUG, WARN or kmemleak report
+DEBUG_SFX_OPS ?= 10000
+check-debug: debug
+	@rc=0; SF_CASE_TIMEOUT=5400 SF_SUITE_TIMEOUT=14400 SFX_OPS=$(DEBUG_SFX_OPS) \
+		tests/run -k $(BZ_DEBUG) --guest-only || rc=1; \
+	tests/debug-scan build/test-logs/guest-dmesg.log || rc=1; exit $$rc
+
+## soak        model checker soak: SOAK_OPS (10,000,000) operations, ops/s
+soak: kernel
+	@tests/soak -k $(BZ_PATCHED)
 
 ## bench       benchmarks, patched against stock in the same run
 bench: kernel stock
