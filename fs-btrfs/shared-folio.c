@@ -19,7 +19,8 @@
  * says where the data lives.  Excluded, so read privately as before:
  * holes, inline, preallocated and compressed extents, NODATASUM and
  * NODATACOW inodes, fs-verity files, the free-space and data-relocation
- * inodes, and sectorsize != PAGE_SIZE.
+ * inodes, and sectorsize != PAGE_SIZE.  So are extents no other file
+ * references (btrfs_sf_em_shared()): sharing them would only cost.
  *
  * Writes never reach shared memory: the mm replaces an alias by a private
  * copy on any write-intent lookup (FGP_WRITE/FGP_CREAT: buffered writes,
@@ -46,6 +47,9 @@
 #include "fs.h"
 #include "btrfs_inode.h"
 #include "extent_map.h"
+#include "extent-tree.h"
+#include "disk-io.h"
+#include "accessors.h"
 #include "ordered-data.h"
 #include "bio.h"
 #include "volumes.h"
@@ -137,6 +141,119 @@ static bool btrfs_sf_em_eligible(const struct extent_map *em)
 	return em->disk_bytenr < EXTENT_MAP_LAST_BYTE &&
 	       !(em->flags & EXTENT_FLAG_PREALLOC) &&
 	       !extent_map_is_compressed(em);
+}
+
+/*
+ * Could another file reference @em's data?  Sharing data nobody else
+ * references only costs (a physical folio, an alias and a descriptor per
+ * page instead of one folio), so such extents are read privately, as on a
+ * kernel without this.  Data is shared with other files only through:
+ *
+ * - a snapshot: the subvolume (or the one it is a snapshot of) was
+ *   snapshotted after the extent was written, that is its generation is at
+ *   most the root's last_snapshot;
+ * - a clone or dedupe: the extent item counts more than one reference in
+ *   the commit root, or, for one not committed yet, this inode took part
+ *   in a remap since it was loaded (BTRFS_INODE_SF_REMAPPED).
+ *
+ * An extent written in the running transaction has no other reference
+ * unless a remap flagged this inode.  Anything uncertain (a lookup error,
+ * a merged map whose extent item is not found) counts as shared: sharing
+ * is always correct, only sometimes wasteful.
+ */
+/*
+ * References to the data extent at @bytenr in the commit root: no
+ * transaction, no tree locks (need_commit_sem), so safe under the file's
+ * extent range lock.  0 if there is no such extent item.
+ */
+static int btrfs_sf_extent_refs(struct btrfs_fs_info *fs_info, u64 bytenr,
+				u64 num_bytes, u64 *refs)
+{
+	struct btrfs_key key = {
+		.objectid = bytenr,
+		.type = BTRFS_EXTENT_ITEM_KEY,
+		.offset = num_bytes,
+	};
+	struct btrfs_path *path;
+	int ret;
+
+	path = btrfs_alloc_path();
+	if (!path)
+		return -ENOMEM;
+	path->search_commit_root = 1;
+	path->skip_locking = 1;
+	path->need_commit_sem = 1;
+	ret = btrfs_search_slot(NULL, btrfs_extent_root(fs_info, bytenr), &key,
+				path, 0, 0);
+	if (ret == 0) {
+		struct extent_buffer *leaf = path->nodes[0];
+		struct btrfs_extent_item *ei;
+
+		if (btrfs_item_size(leaf, path->slots[0]) < sizeof(*ei)) {
+			ret = -EUCLEAN;
+		} else {
+			ei = btrfs_item_ptr(leaf, path->slots[0], struct btrfs_extent_item);
+			*refs = btrfs_extent_refs(leaf, ei);
+		}
+	} else if (ret > 0) {
+		*refs = 0;
+		ret = 0;
+	}
+	btrfs_free_path(path);
+	return ret;
+}
+
+static bool btrfs_sf_em_shared(struct btrfs_inode *inode, const struct extent_map *em)
+{
+	struct btrfs_root *root = inode->root;
+	u64 refs = 0;
+	int ret;
+
+	if (em->generation <= btrfs_root_last_snapshot(&root->root_item))
+		return true;
+	if (test_bit(BTRFS_INODE_SF_REMAPPED, &inode->runtime_flags))
+		return true;
+	if (em->generation > btrfs_get_last_trans_committed(root->fs_info))
+		return false;
+	ret = btrfs_sf_extent_refs(root->fs_info, em->disk_bytenr,
+				   em->disk_num_bytes, &refs);
+	return ret || refs != 1;
+}
+
+/* Remember that [start, end) of @inode shares nothing. */
+static void btrfs_sf_set_private(struct btrfs_inode *inode, u64 start, u64 end)
+{
+	WRITE_ONCE(inode->sf_private_snap,
+		   btrfs_root_last_snapshot(&inode->root->root_item));
+	WRITE_ONCE(inode->sf_private_start, start);
+	WRITE_ONCE(inode->sf_private_end, end);
+}
+
+/* Is [start, end) inside the range known to share nothing? */
+static bool btrfs_sf_known_private(struct btrfs_inode *inode, u64 start, u64 end)
+{
+	return READ_ONCE(inode->sf_private_end) >= end &&
+	       READ_ONCE(inode->sf_private_start) <= start &&
+	       READ_ONCE(inode->sf_private_snap) ==
+			btrfs_root_last_snapshot(&inode->root->root_item) &&
+	       !test_bit(BTRFS_INODE_SF_REMAPPED, &inode->runtime_flags);
+}
+
+/**
+ * btrfs_sf_note_remap() - a clone or dedupe is about to share extents
+ * @src: the source inode
+ * @dst: the destination inode
+ *
+ * From now on reads of either consider sharing again, whatever was
+ * decided before.  Called with both inodes' invalidate locks held
+ * exclusively, so no populate of them runs concurrently.
+ */
+void btrfs_sf_note_remap(struct btrfs_inode *src, struct btrfs_inode *dst)
+{
+	set_bit(BTRFS_INODE_SF_REMAPPED, &src->runtime_flags);
+	set_bit(BTRFS_INODE_SF_REMAPPED, &dst->runtime_flags);
+	btrfs_sf_set_private(src, 0, 0);
+	btrfs_sf_set_private(dst, 0, 0);
 }
 
 static void btrfs_sf_end_read(struct btrfs_bio *bbio)
@@ -259,7 +376,7 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 	struct extent_state *cached_state = NULL;
 	struct btrfs_sf_bio sb = { };
 	unsigned int nr = 0, i;
-	bool mark = !wait;
+	bool mark = !wait, share;
 	pgoff_t idx;
 	u64 start, end;
 
@@ -283,10 +400,19 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 			btrfs_free_extent_map(em);
 			break;
 		}
+		share = btrfs_sf_em_eligible(em) && btrfs_sf_em_shared(inode, em);
+		if (!share && em->disk_bytenr < EXTENT_MAP_LAST_BYTE) {
+			/* a run of private data extends the known private range */
+			if (READ_ONCE(inode->sf_private_end) == em->start &&
+			    btrfs_sf_known_private(inode, em->start - 1, em->start))
+				WRITE_ONCE(inode->sf_private_end, btrfs_extent_map_end(em));
+			else
+				btrfs_sf_set_private(inode, em->start, btrfs_extent_map_end(em));
+		}
 		for (; idx <= em_last; idx++) {
 			void *entry;
 
-			if (!btrfs_sf_em_eligible(em))
+			if (!share)
 				continue;
 			entry = xa_load(&mapping->i_pages, idx);
 			if (entry && !xa_is_value(entry))
@@ -380,6 +506,11 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 	first = pos >> PAGE_SHIFT;
 	eof = (isize - 1) >> PAGE_SHIFT;
 	last = min_t(pgoff_t, eof, (min_t(loff_t, isize, pos + count) - 1) >> PAGE_SHIFT);
+
+	/* Data that shares nothing is read as on a kernel without this. */
+	if (btrfs_sf_known_private(inode, (u64)first << PAGE_SHIFT,
+				   (u64)(last + 1) << PAGE_SHIFT))
+		return;
 
 	/* The hot case: everything is cached already. */
 	idx = page_cache_next_miss(mapping, first, last - first + 1);

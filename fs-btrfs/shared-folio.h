@@ -14,6 +14,7 @@ int btrfs_sf_init(struct btrfs_fs_info *fs_info);
 void btrfs_sf_exit(struct btrfs_fs_info *fs_info);
 void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count);
 void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info, u64 start, u64 len);
+void btrfs_sf_note_remap(struct btrfs_inode *src, struct btrfs_inode *dst);
 int btrfs_sf_sysfs_add(struct btrfs_fs_info *fs_info);
 void btrfs_sf_sysfs_remove(struct btrfs_fs_info *fs_info);
 
@@ -25,6 +26,8 @@ static inline void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos,
 				     size_t count) { }
 static inline void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info,
 					     u64 start, u64 len) { }
+static inline void btrfs_sf_note_remap(struct btrfs_inode *src,
+				       struct btrfs_inode *dst) { }
 static inline int btrfs_sf_sysfs_add(struct btrfs_fs_info *fs_info) { return 0; }
 static inline void btrfs_sf_sysfs_remove(struct btrfs_fs_info *fs_info) { }
 
