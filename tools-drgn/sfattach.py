@@ -286,6 +286,8 @@ class GdbStub:
         """Detach and let the guest run on."""
         try:
             self.cmd("D;1")
+        except OSError:
+            pass	# the guest is gone: nothing to resume
         finally:
             self.s.close()
 
