@@ -8,7 +8,7 @@ BZ_STOCK := build/obj-stock/arch/x86/boot/bzImage
 BZ_DEBUG := build/obj-debug/arch/x86/boot/bzImage
 
 .PHONY: all deps kernel stock debug demo check check-host check-guest \
-	check-debug soak bench sync check-sync checkpatch bisect clean distclean help
+	check-debug soak bench bench-drgn sync check-sync checkpatch bisect clean distclean help
 
 all: kernel
 
@@ -60,6 +60,10 @@ soak: kernel
 ## bench       benchmarks, patched against stock in the same run
 bench: kernel stock
 	@tests/bench/run $(BZ_STOCK) $(BZ_PATCHED)
+
+## bench-drgn  time live drgn looks over the gdbstub at 1 GiB of shared data
+bench-drgn: kernel
+	@tests/bench/drgn-live -k $(BZ_PATCHED)
 
 ## sync        refresh mm-sharedfolio/ and fs-btrfs/ from the series
 sync:
