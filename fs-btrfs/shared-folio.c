@@ -513,7 +513,9 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 		return;
 
 	/* The hot case: everything is cached already. */
+	rcu_read_lock();	/* page_cache_next_miss() walks the xarray under RCU */
 	idx = page_cache_next_miss(mapping, first, last - first + 1);
+	rcu_read_unlock();
 	if (idx - first >= last - first + 1)
 		return;
 
@@ -527,7 +529,9 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 		btrfs_sf_populate_batch(inode, idx, batch_last, true, &b);
 		if (batch_last == last)
 			break;
+		rcu_read_lock();
 		idx = page_cache_next_miss(mapping, batch_last + 1, last - batch_last);
+		rcu_read_unlock();
 		if (idx <= batch_last)	/* wrapped */
 			break;
 	}
