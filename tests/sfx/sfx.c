@@ -230,6 +230,16 @@ static void model_resize(struct mfile *f, size_t size)
 	f->size = size;
 }
 
+/* The model of a write of @len bytes at @off (@buf may lie in a model). */
+static void model_write(struct mfile *f, size_t off, const unsigned char *buf, size_t len)
+{
+	if (off > f->size)
+		model_resize(f, off);
+	memmove(f->data + off, buf, len);
+	if (off + len > f->size)
+		f->size = off + len;
+}
+
 static int live_files(int *idx)
 {
 	int i, n = 0;
@@ -408,11 +418,7 @@ static void do_write(struct mfile *f)
 	logop("write %s %zu+%zu", fpath(f), off, len);
 	fill(iobuf, len);
 	xpwrite(f, f->fd, iobuf, len, off);
-	if (off > f->size)
-		model_resize(f, off);
-	memcpy(f->data + off, iobuf, len);
-	if (off + len > f->size)
-		f->size = off + len;
+	model_write(f, off, iobuf, len);
 }
 
 static int open_direct(struct mfile *f)
@@ -447,11 +453,7 @@ static void do_dwrite(struct mfile *f)
 	fd = open_direct(f);
 	xpwrite(f, fd, dbuf, len, off);
 	close(fd);
-	if (off > f->size)
-		model_resize(f, off);
-	memcpy(f->data + off, dbuf, len);
-	if (off + len > f->size)
-		f->size = off + len;
+	model_write(f, off, dbuf, len);
 }
 
 static void do_truncate(struct mfile *f)
@@ -542,11 +544,7 @@ static void do_clone(struct mfile *dst, struct mfile *src, bool whole)
 	r.dest_offset = doff;
 	if (ioctl(dst->fd, FICLONERANGE, &r))
 		die("FICLONERANGE %s <- %s: %s", fpath(dst), fpath(src), strerror(errno));
-	if (doff > dst->size)
-		model_resize(dst, doff);
-	memmove(dst->data + doff, src->data + soff, len);
-	if (doff + len > dst->size)
-		dst->size = doff + len;
+	model_write(dst, doff, src->data + soff, len);
 }
 
 /*
