@@ -315,14 +315,18 @@ def totals(prog):
 
 # --- invariants ----------------------------------------------------------
 
-def audit(prog):
+def audit(prog, counted=None):
     """Check the invariants of design/shared-folios.md; return a list of
-    violations (strings), empty when all hold."""
+    violations (strings), empty when all hold.  One walk: if counted is a
+    dict, it receives what the walk found ("filesystems", "folios",
+    "aliases"), so that callers need not walk again."""
     bad = []
     listed = {}
+    seen = {"filesystems": 0, "folios": 0, "aliases": 0}
     for fs in for_each_btrfs(prog):
         if not has_sharing(fs):
             continue
+        seen["filesystems"] += 1
         ec = extent_cache(fs)
         nfolios = naliases = 0
         for s in for_each_shared_folio(prog, fs):
@@ -370,6 +374,8 @@ def audit(prog):
                     bad.append("%s: alias mapped %d times" % (aw, mapcount(alias)))
                 if refcount(alias) < 1:
                     bad.append("%s: alias refcount %d" % (aw, refcount(alias)))
+        seen["folios"] += nfolios
+        seen["aliases"] += naliases
         c = fs_counters(prog, fs)
         if c["folios"] != nfolios:
             bad.append("%s: counter says %d shared folios, walk finds %d"
@@ -391,4 +397,11 @@ def audit(prog):
                 elif e.folio.mapping != inode.i_mapping:
                     bad.append("alias %#x: in %s but its mapping is another"
                                % (e.folio.value_(), inode_name(prog, inode)))
+    # the node counters of /proc/vmstat agree with the walk of every btrfs
+    for item, name in (("folios", "NR_SHARED_FOLIO"), ("aliases", "NR_SHARED_FOLIO_ALIAS")):
+        v = node_stat_exact(prog, name)
+        if v != seen[item]:
+            bad.append("vmstat %s %d, walk finds %d" % (name.lower(), v, seen[item]))
+    if counted is not None:
+        counted.update(seen)
     return bad

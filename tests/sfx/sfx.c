@@ -94,6 +94,7 @@ static long opno;
 static char oplog[LOGSZ][160];
 static unsigned char *iobuf, *dbuf;
 static long counts[32];
+static double op_seconds[32];	/* time spent in each kind of operation */
 static long *done_ops;
 static uint64_t loghash = 0xcbf29ce484222325ULL;	/* FNV-1a of the log */		/* per worker, shared with the parent */
 
@@ -285,15 +286,23 @@ static struct mfile *new_file(int subvol, const char *name)
 	return NULL;
 }
 
-static void xpread(struct mfile *f, const char *what, int fd, unsigned char *buf,
-		   size_t len, size_t off)
+/*
+ * Read [off, off + len) of f through fd and check it against the model:
+ * with pread(2), or, if !positional, with lseek(2) and read(2) through the
+ * file position, as cp and cat do.
+ */
+static void xread_at(struct mfile *f, const char *what, int fd, unsigned char *buf,
+		     size_t len, size_t off, bool positional)
 {
 	size_t want = off >= f->size ? 0 : (f->size - off < len ? f->size - off : len);
 	size_t done = 0;
 	ssize_t n;
 
+	if (!positional && lseek(fd, off, SEEK_SET) < 0)
+		die("lseek %s: %s", fpath(f), strerror(errno));
 	while (done < len) {
-		n = pread(fd, buf + done, len - done, off + done);
+		n = positional ? pread(fd, buf + done, len - done, off + done) :
+				 read(fd, buf + done, len - done);
 		if (n < 0) {
 			dump_log();
 			die("%s %s at %zu+%zu: %s", what, fpath(f), off, len, strerror(errno));
@@ -309,6 +318,12 @@ static void xpread(struct mfile *f, const char *what, int fd, unsigned char *buf
 		exit(1);
 	}
 	check(f, what, off, buf, done);
+}
+
+static void xpread(struct mfile *f, const char *what, int fd, unsigned char *buf,
+		   size_t len, size_t off)
+{
+	xread_at(f, what, fd, buf, len, off, true);
 }
 
 static void xpwrite(struct mfile *f, int fd, const unsigned char *buf, size_t len,
@@ -388,26 +403,7 @@ static void do_read(struct mfile *f, bool positional)
 	if (off + len > opt.maxlen)
 		len = opt.maxlen - off;
 	logop("%s %s %zu+%zu", positional ? "pread" : "read", fpath(f), off, len);
-	if (positional) {
-		xpread(f, "pread", f->fd, iobuf, len, off);
-	} else {
-		/* read(2) through the file position, as cp and cat do */
-		size_t want = off >= f->size ? 0 : (f->size - off < len ? f->size - off : len);
-		size_t done = 0;
-		ssize_t n;
-
-		if (lseek(f->fd, off, SEEK_SET) < 0)
-			die("lseek: %s", strerror(errno));
-		while (done < len && (n = read(f->fd, iobuf + done, len - done)) > 0)
-			done += n;
-		if (done != want) {
-			dump_log();
-			fprintf(stderr, "sfx[%d]: MISMATCH: read of %s returned %zu of %zu\n",
-				wid, fpath(f), done, want);
-			exit(1);
-		}
-		check(f, "read", off, iobuf, done);
-	}
+	xread_at(f, positional ? "pread" : "read", f->fd, iobuf, len, off, positional);
 }
 
 static void do_write(struct mfile *f)
@@ -787,10 +783,13 @@ static int pick_op(void)
 	return OP_READ;
 }
 
+static double now(void);
+
 static void one_op(void)
 {
 	struct mfile *f = pick(), *g = pick();
 	int op = pick_op();
+	double t0 = now();
 
 	counts[op]++;
 	switch (op) {
@@ -853,6 +852,7 @@ static void one_op(void)
 		do_unlink(f);
 		break;
 	}
+	op_seconds[op] += now() - t0;
 }
 
 static void mkdir_p(const char *p)
@@ -966,8 +966,12 @@ static int worker(int w)
 			verify_file(f);
 		}
 		if (opt.verify_every && opno % opt.verify_every == opt.verify_every - 1) {
+			double t1 = now();
+
 			logop("verify all");
 			verify_all();
+			counts[OP_VERIFY]++;
+			op_seconds[OP_VERIFY] += now() - t1;
 		}
 	}
 	logop("final verify");
@@ -981,6 +985,12 @@ static int worker(int w)
 		for (i = 0; i < NR_OPS; i++)
 			if (counts[i])
 				printf(" %s %ld", opnames[i], counts[i]);
+		printf("\nsfx[%d]: share of the time:", w);
+		for (i = 0; i < NR_OPS; i++)
+			if (counts[i] && op_seconds[i] >= t / 200)
+				printf(" %s %.1f%% (%.1f ms each)", opnames[i],
+				       100 * op_seconds[i] / (t > 0 ? t : 1),
+				       1000 * op_seconds[i] / counts[i]);
 		printf("\n");
 		fflush(stdout);
 	}
