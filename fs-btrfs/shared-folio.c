@@ -453,9 +453,13 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 			b->marker = items[i].index;
 		}
 		b->read |= items[i].read;
+		/*
+		 * Not beyond EOF: btrfs_setsize() shrinks i_size and truncates
+		 * the page cache under the invalidate lock, which we hold.
+		 */
 		if (folio->mapping == fs_info->sf_inode->i_mapping &&
 		    folio_test_uptodate(folio) &&
-		    items[i].index <= ((i_size_read(&inode->vfs_inode) - 1) >> PAGE_SHIFT) &&
+		    ((loff_t)items[i].index << PAGE_SHIFT) < i_size_read(&inode->vfs_inode) &&
 		    shared_folio_attach(folio, &fs_info->sf_owner, GFP_NOFS) &&
 		    !shared_folio_add_alias(folio, mapping, items[i].index, GFP_NOFS) &&
 		    !items[i].read)
