@@ -79,7 +79,7 @@ checkpatch: deps
 
 ## bisect      build every prefix of the series (bisectability)
 bisect: deps
-	@n=$$(grep -cv '^\s*\(#\|$$\)' patches/series); \
+	@n=$$(grep -v '^\s*\(#\|$$\)' patches/series | grep -cv 'cover-letter'); \
 	for i in $$(seq 1 $$n); do qemu/kbuild -q prefix:$$i >/dev/null || exit 1; done; \
 	echo "all $$n prefixes of the series build"
 
