@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -75,6 +76,7 @@ static struct {
 	bool drop_caches;
 	bool balance;
 	long hog_mb;
+	int racers;		/* reader threads per worker racing the operations */
 	bool quiet;
 	long corrupt_at;	/* self-test: falsify the model at this op */
 	const char *dir;
@@ -929,8 +931,43 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/*
+ * A racing reader (-R): drops and rereads random ranges of the worker's
+ * files while the worker changes them, so that page cache (aliases
+ * included) is being filled concurrently with every operation.  It checks
+ * nothing itself (the file changes under it); the worker's own reads and
+ * verifies see whatever a lost race left behind.  Reading and dropping
+ * clean page cache never changes what a file holds, so the model stays
+ * exact.  A stale file descriptor (closed by an unlink) only fails the read.
+ */
+static volatile int racers_stop;
+
+static void *racer(void *arg)
+{
+	uint64_t r = (uintptr_t)arg * 0x9E3779B97F4A7C15ULL + 1;
+	unsigned char *buf = malloc(opt.maxlen);
+
+	if (!buf)
+		return NULL;
+	while (!racers_stop) {
+		int fd;
+
+		r ^= r >> 12; r ^= r << 25; r ^= r >> 27;
+		fd = files[(r >> 8) % MAXFILES].fd;
+		if (fd <= 0)
+			continue;
+		if (r & 1)
+			posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+		if (pread(fd, buf, opt.maxlen - ((r >> 20) % opt.maxlen), (r >> 20) % opt.maxlen) < 0)
+			continue;
+	}
+	free(buf);
+	return NULL;
+}
+
 static int worker(int w)
 {
+	pthread_t rt[8];
 	double t0 = now();
 	int i;
 
@@ -951,6 +988,9 @@ static int worker(int w)
 		open_file(f, true);
 		golden_data(i, f);
 	}
+	for (i = 0; i < opt.racers; i++)
+		if (pthread_create(&rt[i], NULL, racer, (void *)(uintptr_t)(w * 8 + i + 1)))
+			die("pthread_create");
 	for (opno = 0; opt.ops < 0 || opno < opt.ops; opno++) {
 		if (stop)
 			break;
@@ -974,6 +1014,9 @@ static int worker(int w)
 			op_seconds[OP_VERIFY] += now() - t1;
 		}
 	}
+	racers_stop = 1;
+	for (i = 0; i < opt.racers; i++)
+		pthread_join(rt[i], NULL);
 	logop("final verify");
 	verify_all();
 	done_ops[w] = opno;
@@ -1063,6 +1106,7 @@ static void usage(void)
 		"  -S          no snapshots          -C  no drop_caches\n"
 		"  -B          btrfs balance in the background\n"
 		"  -H MB       a memory hog of MB in the background\n"
+		"  -R N        N reader threads per worker racing its operations (0-8)\n"
 		"  -q          quiet: print nothing on success\n"
 		"  -X OP       self-test: falsify the model after operation OP (must fail)\n"
 		"exit: 0 verified, 1 mismatch (seed and operation log printed), 2 error\n");
@@ -1077,7 +1121,7 @@ int main(int argc, char **argv)
 	int c, i, failed = 0;
 	long total = 0;
 
-	while ((c = getopt(argc, argv, "s:n:t:P:f:l:V:MDSCBH:X:qh")) != -1) {
+	while ((c = getopt(argc, argv, "s:n:t:P:f:l:V:MDSCBH:R:X:qh")) != -1) {
 		switch (c) {
 		case 's': opt.seed = strtoull(optarg, NULL, 0); break;
 		case 'n': opt.ops = strtol(optarg, NULL, 0); break;
@@ -1092,6 +1136,7 @@ int main(int argc, char **argv)
 		case 'C': opt.drop_caches = false; break;
 		case 'B': opt.balance = true; break;
 		case 'H': opt.hog_mb = atol(optarg); break;
+		case 'R': opt.racers = atoi(optarg); break;
 		case 'q': opt.quiet = true; break;
 		case 'X': opt.corrupt_at = atol(optarg); break;
 		default: usage();
@@ -1102,8 +1147,8 @@ int main(int argc, char **argv)
 	opt.dir = argv[optind];
 	if (opt.workers < 1 || opt.workers > 64 || opt.nfiles < 2 ||
 	    opt.nfiles > MAXFILES / 2 || opt.maxlen < 4 * BLK || opt.maxlen % BLK ||
-	    opt.maxlen > (64 << 20))
-		die("bad option: need 1 <= -P <= 64, 2 <= -f <= %d, -l a multiple of 4096 in [16K, 64M]",
+	    opt.maxlen > (64 << 20) || opt.racers < 0 || opt.racers > 8)
+		die("bad option: need 1 <= -P <= 64, 2 <= -f <= %d, -l a multiple of 4096 in [16K, 64M], 0 <= -R <= 8",
 		    MAXFILES / 2);
 	if (!opt.mmap_ops)
 		weight[OP_MREAD] = weight[OP_MSHARED] = weight[OP_MPRIVATE] = 0;
@@ -1136,10 +1181,11 @@ int main(int argc, char **argv)
 	make_golden();
 
 	if (!opt.quiet)
-		printf("sfx: seed %" PRIu64 ", %d worker(s), %ld operations each, files up to %zu bytes%s%s%s\n",
+		printf("sfx: seed %" PRIu64 ", %d worker(s), %ld operations each, files up to %zu bytes%s%s%s%s\n",
 		       opt.seed, opt.workers, opt.ops, opt.maxlen,
 		       opt.balance ? ", background balance" : "",
-		       opt.hog_mb ? ", memory hog" : "", opt.mmap_ops ? ", mmap" : "");
+		       opt.hog_mb ? ", memory hog" : "", opt.mmap_ops ? ", mmap" : "",
+		       opt.racers ? ", racing readers" : "");
 	fflush(stdout);
 	if (opt.balance)
 		bg[0] = spawn(balance_loop);
