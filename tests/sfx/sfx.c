@@ -1180,12 +1180,19 @@ int main(int argc, char **argv)
 	rng = opt.seed ^ 0x5F0E1D2C3B4A5968ULL;
 	make_golden();
 
-	if (!opt.quiet)
-		printf("sfx: seed %" PRIu64 ", %d worker(s), %ld operations each, files up to %zu bytes%s%s%s%s\n",
-		       opt.seed, opt.workers, opt.ops, opt.maxlen,
+	if (!opt.quiet) {
+		char each[64];
+
+		if (opt.ops < 0)
+			snprintf(each, sizeof(each), "operations for %.0f s", opt.seconds);
+		else
+			snprintf(each, sizeof(each), "%ld operations each", opt.ops);
+		printf("sfx: seed %" PRIu64 ", %d worker(s), %s, files up to %zu bytes%s%s%s%s\n",
+		       opt.seed, opt.workers, each, opt.maxlen,
 		       opt.balance ? ", background balance" : "",
 		       opt.hog_mb ? ", memory hog" : "", opt.mmap_ops ? ", mmap" : "",
 		       opt.racers ? ", racing readers" : "");
+	}
 	fflush(stdout);
 	if (opt.balance)
 		bg[0] = spawn(balance_loop);
