@@ -64,6 +64,24 @@ static void *reader(void *arg __attribute__((unused)))
 	return NULL;
 }
 
+/* DIR/NAME, created empty, or full of byte @v (synced) if @buf is given. */
+static int create(const char *dir, const char *name, char *buf, int v)
+{
+	char path[4096];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		die(path);
+	if (buf) {
+		memset(buf, v, len);
+		if (pwrite(fd, buf, len, 0) != (ssize_t)len || fsync(fd))
+			die(path);
+	}
+	return fd;
+}
+
 static const char *const modes[] = { "truncate", "punch", "zero", "write", "clone" };
 
 /* Change the whole of the file as @mode says; return the byte it must hold. */
@@ -101,7 +119,7 @@ int main(int argc, char **argv)
 {
 	double seconds = 20;
 	int readers = 2, mode = 0, c, sfd, s2fd, i;
-	char path[4096], *buf;
+	char *buf;
 	pthread_t th[16];
 	long rounds = 0;
 	time_t end;
@@ -129,24 +147,9 @@ usage:
 	buf = malloc(len);
 	if (!buf)
 		die("malloc");
-	snprintf(path, sizeof(path), "%s/src2", argv[optind]);
-	s2fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	if (s2fd < 0)
-		die(path);
-	memset(buf, 0xff, len);
-	if (pwrite(s2fd, buf, len, 0) != (ssize_t)len || fsync(s2fd))
-		die("write src2");
-	snprintf(path, sizeof(path), "%s/src", argv[optind]);
-	sfd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	if (sfd < 0)
-		die(path);
-	memset(buf, 0x7f, len);
-	if (pwrite(sfd, buf, len, 0) != (ssize_t)len || fsync(sfd))
-		die("write src");
-	snprintf(path, sizeof(path), "%s/dst", argv[optind]);
-	dfd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	if (dfd < 0)
-		die(path);
+	s2fd = create(argv[optind], "src2", buf, 0xff);
+	sfd = create(argv[optind], "src", buf, 0x7f);
+	dfd = create(argv[optind], "dst", NULL, 0);
 	if (ioctl(dfd, FICLONE, sfd))
 		die("FICLONE");
 	for (i = 0; i < readers; i++)
