@@ -136,13 +136,18 @@ static void die(const char *fmt, ...)
 	exit(2);
 }
 
+/* xorshift64*: small, fast, and the same on every machine */
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545F4914F6CDD1DULL;
+}
+
 static uint64_t rnd(void)
 {
-	/* xorshift64*: small, fast, and the same on every machine */
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return rng * 0x2545F4914F6CDD1DULL;
+	return xorshift(&rng);
 }
 
 static uint64_t below(uint64_t n)
@@ -952,7 +957,7 @@ static void *racer(void *arg)
 	while (!racers_stop) {
 		int fd;
 
-		r ^= r >> 12; r ^= r << 25; r ^= r >> 27;
+		xorshift(&r);
 		fd = files[(r >> 8) % MAXFILES].fd;
 		if (fd <= 0)
 			continue;
