@@ -53,7 +53,7 @@ check-debug: debug
 		tests/run -k $(BZ_DEBUG) --guest-only || rc=1; \
 	tests/debug-scan build/test-logs/guest-dmesg.log || rc=1; exit $$rc
 
-## soak        model checker soak: SOAK_OPS (10,000,000) operations, ops/s
+## soak        model checker soak: SOAK_OPS (10,000,000) operations, ops/s; SOAK_SECONDS and SOAK_RESUME=DIR run it in segments
 soak: kernel
 	@tests/soak -k $(BZ_PATCHED)
 

@@ -54,6 +54,20 @@ scratch_btrfs() {
 	SCRATCH_SYSFS=$(btrfs_sysfs)
 }
 
+# Mount scratch disk N as it is (no mkfs): a filesystem a previous run left.
+scratch_mount_existing() {
+	local dev
+	require_guest
+	require_fs btrfs
+	dev=$(scratch_dev "${1:-0}") || exit 77
+	mkdir -p "$SCRATCH_MNT"
+	umount "$SCRATCH_MNT" 2>/dev/null
+	mount -t btrfs ${SCRATCH_MOUNT_OPTS:+-o "$SCRATCH_MOUNT_OPTS"} "$dev" "$SCRATCH_MNT" ||
+		fail "mount $dev (not the btrfs a previous run left?)"
+	SCRATCH_DEV=$dev
+	SCRATCH_SYSFS=$(btrfs_sysfs)
+}
+
 scratch_cycle() {
 	umount "$SCRATCH_MNT" || fail "umount $SCRATCH_MNT"
 	mount -t btrfs ${SCRATCH_MOUNT_OPTS:+-o "$SCRATCH_MOUNT_OPTS"} "$SCRATCH_DEV" "$SCRATCH_MNT" ||

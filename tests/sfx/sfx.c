@@ -14,6 +14,9 @@
  * common set of "golden" files, each worker owning its own files, so each
  * one's model stays exact while all of them hit the same physical folios.
  *
+ * With -c and -r a run goes on across unmounts and boots: the state is
+ * checkpointed at the end and resumed later, with the same sequence.
+ *
  * Usage: sfx [options] DIR      (DIR on btrfs, emptied first)
  * Exit: 0 all verified, 1 mismatch, 2 usage or setup error.
  */
@@ -79,6 +82,8 @@ static struct {
 	int racers;		/* reader threads per worker racing the operations */
 	bool quiet;
 	long corrupt_at;	/* self-test: falsify the model at this op */
+	const char *save;	/* -c: checkpoint to SAVE.w<N> at the end */
+	const char *resume;	/* -r: continue from RESUME.w<N> */
 	const char *dir;
 } opt = {
 	.seed = 1, .ops = 10000, .verify_every = 1000, .maxlen = 256 * 1024,
@@ -93,12 +98,17 @@ static struct mfile files[MAXFILES];
 static struct subvol subvols[MAXSUBVOLS];
 static uint64_t rng;
 static long opno;
+static long logno;		/* lines logged: the ring's index */
 static char oplog[LOGSZ][160];
 static unsigned char *iobuf, *dbuf;
 static long counts[32];
 static double op_seconds[32];	/* time spent in each kind of operation */
-static long *done_ops;
-static uint64_t loghash = 0xcbf29ce484222325ULL;	/* FNV-1a of the log */		/* per worker, shared with the parent */
+static long *done_ops;		/* operations this run, per worker */
+static long *total_ops;		/* since the first run of a resumed sequence */
+static int snap_serial;		/* names snapshots snap1, snap2, ... */
+static uint64_t ckpt_token;	/* DIR's mark when resuming (0: none) */
+static uint64_t ckpt_next;	/* the mark of the checkpoint this run writes */
+static uint64_t loghash = 0xcbf29ce484222325ULL;	/* FNV-1a of the log */
 
 static const char *const opnames[] = {
 	"read", "pread", "write", "dread", "dwrite", "truncate", "falloc",
@@ -157,7 +167,7 @@ static uint64_t below(uint64_t n)
 
 static void logop(const char *fmt, ...)
 {
-	char *l = oplog[opno % LOGSZ];
+	char *l = oplog[logno++ % LOGSZ];
 	va_list ap;
 	int n;
 
@@ -174,7 +184,7 @@ static void dump_log(void)
 	long i;
 
 	fprintf(stderr, "sfx[%d]: seed %" PRIu64 ", last operations:\n", wid, opt.seed);
-	for (i = opno - LOGSZ + 1; i <= opno; i++)
+	for (i = logno - LOGSZ; i < logno; i++)
 		if (i >= 0 && oplog[i % LOGSZ][0])
 			fprintf(stderr, "  %s\n", oplog[i % LOGSZ]);
 }
@@ -654,7 +664,6 @@ static void do_snapshot(void)
 {
 	struct btrfs_ioctl_vol_args_v2 a = { };
 	int idx[MAXFILES], n = live_files(idx), s, src, i, sfd, dfd, nsrc = 0;
-	static int serial;
 
 	/* keep room: delete a snapshot (never subvolume 0) when full */
 	s = new_subvol_slot();
@@ -677,7 +686,7 @@ static void do_snapshot(void)
 			}
 		return;
 	}
-	snprintf(subvols[s].name, sizeof(subvols[s].name), "snap%d", ++serial);
+	snprintf(subvols[s].name, sizeof(subvols[s].name), "snap%d", ++snap_serial);
 	logop("snapshot %s -> %s", subvols[src].name, subvols[s].name);
 	sfd = open_dir(subvols[src].name);
 	dfd = open_dir(NULL);
@@ -937,6 +946,213 @@ static double now(void)
 }
 
 /*
+ * Checkpoints (-c, -r): a long run in several boots.  At the end of a run
+ * that verified, each worker writes everything the rest of its sequence
+ * depends on (random state, operation number, log hash, subvolumes, files
+ * and their models) to SAVE.w<N>, and the parent marks DIR with a token
+ * the files also hold.  A run with -r RESUME reads them back, checks that
+ * DIR carries the same token (so a state never meets a filesystem that has
+ * moved on since, after a failed run for instance), removes the mark,
+ * verifies every file against its model (on a remounted filesystem, this
+ * checks what reached the disk) and goes on with the same sequence: the
+ * log hash of a run checkpointed and resumed equals that of one run.
+ */
+#define CKPT_MAGIC	"sfxckpt2"
+#define CKPT_MARK	".sfx-checkpoint"
+
+struct ckpt {
+	char magic[8];
+	uint32_t hdr_size;	/* sizeof(struct ckpt): same build only */
+	int32_t worker, workers, nfiles;
+	uint64_t seed, maxlen, rng, loghash, token;
+	int64_t opno, logno, verify_every;
+	int32_t weight[NR_OPS], snap_serial;
+	struct subvol subvols[MAXSUBVOLS];
+	struct {
+		int32_t used, subvol;
+		char name[32];
+		uint64_t size;
+	} files[MAXFILES];
+	char oplog[LOGSZ][160];
+};
+
+static uint64_t fnv(uint64_t h, const void *p, size_t len)
+{
+	const unsigned char *c = p;
+
+	while (len--)
+		h = (h ^ *c++) * 0x100000001b3ULL;
+	return h;
+}
+
+static void ckpt_path(char *p, size_t n, const char *base, int w)
+{
+	if (snprintf(p, n, "%s.w%d", base, w) >= (int)n)
+		die("checkpoint path %s too long", base);
+}
+
+static void ckpt_save(uint64_t hash)
+{
+	char p[PATH_MAX], tmp[PATH_MAX + 8];
+	uint64_t h = 0xcbf29ce484222325ULL;
+	struct ckpt *c = calloc(1, sizeof(*c));
+	FILE *fp;
+	int i;
+
+	if (!c)
+		die("out of memory");
+	memcpy(c->magic, CKPT_MAGIC, 8);
+	c->hdr_size = sizeof(*c);
+	c->worker = wid;
+	c->workers = opt.workers;
+	c->nfiles = opt.nfiles;
+	c->seed = opt.seed;
+	c->maxlen = opt.maxlen;
+	c->rng = rng;
+	c->loghash = hash;
+	c->token = ckpt_next;
+	c->opno = opno;
+	c->logno = logno;
+	c->verify_every = opt.verify_every;
+	memcpy(c->weight, weight, sizeof(weight));
+	c->snap_serial = snap_serial;
+	memcpy(c->subvols, subvols, sizeof(subvols));
+	for (i = 0; i < MAXFILES; i++) {
+		c->files[i].used = files[i].used;
+		c->files[i].subvol = files[i].subvol;
+		memcpy(c->files[i].name, files[i].name, sizeof(c->files[i].name));
+		c->files[i].size = files[i].used ? files[i].size : 0;
+	}
+	memcpy(c->oplog, oplog, sizeof(oplog));
+
+	ckpt_path(p, sizeof(p), opt.save, wid);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
+	fp = fopen(tmp, "w");
+	if (!fp)
+		die("checkpoint %s: %s", tmp, strerror(errno));
+	h = fnv(h, c, sizeof(*c));
+	fwrite(c, sizeof(*c), 1, fp);
+	for (i = 0; i < MAXFILES; i++)
+		if (files[i].used) {
+			h = fnv(h, files[i].data, files[i].size);
+			fwrite(files[i].data, 1, files[i].size, fp);
+		}
+	fwrite(&h, sizeof(h), 1, fp);
+	if (fflush(fp) || fsync(fileno(fp)) || ferror(fp) || fclose(fp))
+		die("checkpoint %s: write failed: %s", tmp, strerror(errno));
+	if (rename(tmp, p))
+		die("checkpoint %s: %s", p, strerror(errno));
+	free(c);
+}
+
+/*
+ * Opens RESUME.w<w> and checks its header against this run: the same
+ * build, worker, options and DIR's token.  Exits 2 on any doubt, before
+ * anything is changed.
+ */
+static FILE *ckpt_open(int w, struct ckpt *c)
+{
+	char p[PATH_MAX];
+	FILE *fp;
+
+	ckpt_path(p, sizeof(p), opt.resume, w);
+	fp = fopen(p, "r");
+	if (!fp)
+		die("resume: %s: %s", p, strerror(errno));
+	if (fread(c, sizeof(*c), 1, fp) != 1 || memcmp(c->magic, CKPT_MAGIC, 8) ||
+	    c->hdr_size != sizeof(*c) || c->worker != w)
+		die("resume: %s is not a checkpoint of worker %d written by this sfx", p, w);
+	if (c->workers != opt.workers || c->nfiles != opt.nfiles || c->seed != opt.seed ||
+	    c->maxlen != opt.maxlen || c->verify_every != opt.verify_every ||
+	    memcmp(c->weight, weight, sizeof(weight)))
+		die("resume: %s was made with -s %" PRIu64 " -P %d -f %d -l %" PRIu64 " -V %" PRId64
+		    " (and its own -M -D -S -C): give the same options", p, c->seed, c->workers,
+		    c->nfiles, c->maxlen, c->verify_every);
+	if (!ckpt_token || c->token != ckpt_token)
+		die("resume: %s/%s %s %s: the filesystem is not the one it checkpointed",
+		    opt.dir, CKPT_MARK, ckpt_token ? "does not match" : "is missing for", p);
+	return fp;
+}
+
+/* Reads RESUME.w<wid> back into this worker's state and reopens its files. */
+static void ckpt_load(void)
+{
+	uint64_t h = 0xcbf29ce484222325ULL, sum;
+	struct ckpt *c = calloc(1, sizeof(*c));
+	FILE *fp;
+	int i;
+
+	if (!c)
+		die("out of memory");
+	fp = ckpt_open(wid, c);
+	h = fnv(h, c, sizeof(*c));
+	rng = c->rng;
+	loghash = c->loghash;
+	opno = c->opno;
+	logno = c->logno;
+	snap_serial = c->snap_serial;
+	memcpy(subvols, c->subvols, sizeof(subvols));
+	memcpy(oplog, c->oplog, sizeof(oplog));
+	for (i = 0; i < MAXFILES; i++) {
+		struct mfile *f = &files[i];
+
+		memset(f, 0, sizeof(*f));
+		if (!c->files[i].used)
+			continue;
+		if (c->files[i].size > opt.maxlen || c->files[i].subvol < 0 ||
+		    c->files[i].subvol >= MAXSUBVOLS || !subvols[c->files[i].subvol].used)
+			die("resume: checkpoint of worker %d is damaged (file %d)", wid, i);
+		f->used = true;
+		f->subvol = c->files[i].subvol;
+		memcpy(f->name, c->files[i].name, sizeof(f->name));
+		f->name[sizeof(f->name) - 1] = 0;
+		f->size = c->files[i].size;
+		f->data = calloc(1, opt.maxlen);
+		if (!f->data)
+			die("out of memory");
+		if (fread(f->data, 1, f->size, fp) != f->size)
+			die("resume: checkpoint of worker %d is truncated", wid);
+		h = fnv(h, f->data, f->size);
+	}
+	if (fread(&sum, sizeof(sum), 1, fp) != 1 || sum != h || fgetc(fp) != EOF)
+		die("resume: checkpoint of worker %d is damaged (checksum)", wid);
+	fclose(fp);
+	free(c);
+	for (i = 0; i < MAXFILES; i++)
+		if (files[i].used)
+			open_file(&files[i], false);
+}
+
+/* DIR's mark: the token of the checkpoint it matches (0 if none). */
+static uint64_t ckpt_mark_read(void)
+{
+	unsigned long long t = 0;
+	FILE *fp = fopen(CKPT_MARK, "r");
+
+	if (!fp)
+		return 0;
+	if (fscanf(fp, "%llx", &t) != 1)
+		t = 0;
+	fclose(fp);
+	return t;
+}
+
+static void ckpt_mark_write(uint64_t token)
+{
+	FILE *fp = fopen(CKPT_MARK ".tmp", "w");
+	int dfd;
+
+	if (!fp || fprintf(fp, "%016" PRIx64 "\n", token) < 0 || fflush(fp) ||
+	    fsync(fileno(fp)) || fclose(fp) || rename(CKPT_MARK ".tmp", CKPT_MARK))
+		die("mark %s/%s: %s", opt.dir, CKPT_MARK, strerror(errno));
+	dfd = open(".", O_RDONLY | O_DIRECTORY);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+}
+
+/*
  * A racing reader (-R): drops and rereads random ranges of the worker's
  * files while the worker changes them, so that page cache (aliases
  * included) is being filled concurrently with every operation.  It checks
@@ -974,12 +1190,23 @@ static int worker(int w)
 {
 	pthread_t rt[8];
 	double t0 = now();
+	uint64_t h;
+	long start;
 	int i;
 
 	wid = w;
-	rng = opt.seed * 0x9E3779B97F4A7C15ULL + w + 1;
 	/* relative to DIR, so that the log does not depend on where it is */
 	snprintf(wdir, sizeof(wdir), "w%d", w);
+	if (opt.resume) {
+		ckpt_load();
+		/* not in the hash: an uninterrupted run has no such step */
+		h = loghash;
+		logop("resume: verify all");
+		verify_all();
+		loghash = h;
+		goto run;
+	}
+	rng = opt.seed * 0x9E3779B97F4A7C15ULL + w + 1;
 	mkdir_p(wdir);
 	create_subvol("s0");
 	subvols[0].used = true;
@@ -993,10 +1220,12 @@ static int worker(int w)
 		open_file(f, true);
 		golden_data(i, f);
 	}
+run:
+	start = opno;
 	for (i = 0; i < opt.racers; i++)
 		if (pthread_create(&rt[i], NULL, racer, (void *)(uintptr_t)(w * 8 + i + 1)))
 			die("pthread_create");
-	for (opno = 0; opt.ops < 0 || opno < opt.ops; opno++) {
+	for (; opt.ops < 0 || opno < opt.ops; opno++) {
 		if (stop)
 			break;
 		one_op();
@@ -1022,14 +1251,21 @@ static int worker(int w)
 	racers_stop = 1;
 	for (i = 0; i < opt.racers; i++)
 		pthread_join(rt[i], NULL);
+	h = loghash;
 	logop("final verify");
 	verify_all();
-	done_ops[w] = opno;
+	if (opt.save)
+		ckpt_save(h);
+	done_ops[w] = opno - start;
+	total_ops[w] = opno;
 	if (!opt.quiet) {
 		double t = now() - t0;
 
-		printf("sfx[%d]: %ld operations in %.1f s (%.0f/s), 0 mismatches, log hash %016" PRIx64 ";",
-		       w, opno, t, opno / (t > 0 ? t : 1), loghash);
+		printf("sfx[%d]: %ld operations in %.1f s (%.0f/s), 0 mismatches, log hash %016" PRIx64,
+		       w, opno - start, t, (opno - start) / (t > 0 ? t : 1), loghash);
+		if (opt.resume)
+			printf(", operations %ld to %ld of the sequence", start, opno);
+		printf(";");
 		for (i = 0; i < NR_OPS; i++)
 			if (counts[i])
 				printf(" %s %ld", opnames[i], counts[i]);
@@ -1095,6 +1331,18 @@ static void hog_loop(void)
 	}
 }
 
+/* -c and -r name files relative to where sfx started, not to DIR. */
+static const char *abspath(const char *p)
+{
+	char cwd[PATH_MAX], *a;
+
+	if (p[0] == '/')
+		return p;
+	if (!getcwd(cwd, sizeof(cwd)) || asprintf(&a, "%s/%s", cwd, p) < 0)
+		die("path %s: %s", p, strerror(errno));
+	return a;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
@@ -1114,6 +1362,9 @@ static void usage(void)
 		"  -R N        N reader threads per worker racing its operations (0-8)\n"
 		"  -q          quiet: print nothing on success\n"
 		"  -X OP       self-test: falsify the model after operation OP (must fail)\n"
+		"  -c FILE     checkpoint: at the end, save the state to FILE.w<N> and mark DIR\n"
+		"  -r FILE     resume from FILE.w<N> in DIR (same options; -n counts from the\n"
+		"              first run); every file is verified before going on\n"
 		"exit: 0 verified, 1 mismatch (seed and operation log printed), 2 error\n");
 	exit(2);
 }
@@ -1124,9 +1375,9 @@ int main(int argc, char **argv)
 	struct statfs sfs;
 	double t0;
 	int c, i, failed = 0;
-	long total = 0;
+	long total = 0, all = 0;
 
-	while ((c = getopt(argc, argv, "s:n:t:P:f:l:V:MDSCBH:R:X:qh")) != -1) {
+	while ((c = getopt(argc, argv, "s:n:t:P:f:l:V:MDSCBH:R:X:c:r:qh")) != -1) {
 		switch (c) {
 		case 's': opt.seed = strtoull(optarg, NULL, 0); break;
 		case 'n': opt.ops = strtol(optarg, NULL, 0); break;
@@ -1144,6 +1395,8 @@ int main(int argc, char **argv)
 		case 'R': opt.racers = atoi(optarg); break;
 		case 'q': opt.quiet = true; break;
 		case 'X': opt.corrupt_at = atol(optarg); break;
+		case 'c': opt.save = abspath(optarg); break;
+		case 'r': opt.resume = abspath(optarg); break;
 		default: usage();
 		}
 	}
@@ -1166,24 +1419,49 @@ int main(int argc, char **argv)
 	if (opt.ops < 0 && opt.seconds <= 0)
 		die("-n -1 needs -t");
 
-	mkdir_p(opt.dir);
+	if (!opt.resume)
+		mkdir_p(opt.dir);
 	if (statfs(opt.dir, &sfs))
 		die("statfs %s: %s", opt.dir, strerror(errno));
 	if (sfs.f_type != BTRFS_SUPER_MAGIC)
 		die("%s is not on btrfs", opt.dir);
-	if (rmdir(opt.dir) == 0)
+	if (opt.resume)
+		;	/* DIR holds the files of the run being resumed */
+	else if (rmdir(opt.dir) == 0)
 		mkdir_p(opt.dir);
 	else if (errno == ENOTEMPTY || errno == EEXIST)
 		die("%s is not empty", opt.dir);
 	if (chdir(opt.dir))
 		die("chdir %s: %s", opt.dir, strerror(errno));
+	if (opt.resume) {
+		struct ckpt *ck = malloc(sizeof(*ck));
+
+		if (!ck)
+			die("out of memory");
+		/* check every worker's header before the mark goes */
+		ckpt_token = ckpt_mark_read();
+		for (i = 0; i < opt.workers; i++)
+			fclose(ckpt_open(i, ck));
+		free(ck);
+		if (unlink(CKPT_MARK))
+			die("resume: remove %s/%s: %s", opt.dir, CKPT_MARK, strerror(errno));
+	}
+	if (opt.save) {
+		int fd = open("/dev/urandom", O_RDONLY);
+
+		if (fd < 0 || read(fd, &ckpt_next, sizeof(ckpt_next)) != sizeof(ckpt_next))
+			die("/dev/urandom: %s", strerror(errno));
+		close(fd);
+		ckpt_next |= 1;	/* never 0, the value of no mark */
+	}
 
 	iobuf = aligned_alloc(BLK, opt.maxlen + BLK);
 	dbuf = aligned_alloc(BLK, opt.maxlen + BLK);
 	if (!iobuf || !dbuf)
 		die("out of memory");
 	rng = opt.seed ^ 0x5F0E1D2C3B4A5968ULL;
-	make_golden();
+	if (!opt.resume)
+		make_golden();
 
 	if (!opt.quiet) {
 		char each[64];
@@ -1192,11 +1470,12 @@ int main(int argc, char **argv)
 			snprintf(each, sizeof(each), "operations for %.0f s", opt.seconds);
 		else
 			snprintf(each, sizeof(each), "%ld operations each", opt.ops);
-		printf("sfx: seed %" PRIu64 ", %d worker(s), %s, files up to %zu bytes%s%s%s%s\n",
+		printf("sfx: seed %" PRIu64 ", %d worker(s), %s, files up to %zu bytes%s%s%s%s%s\n",
 		       opt.seed, opt.workers, each, opt.maxlen,
 		       opt.balance ? ", background balance" : "",
 		       opt.hog_mb ? ", memory hog" : "", opt.mmap_ops ? ", mmap" : "",
-		       opt.racers ? ", racing readers" : "");
+		       opt.racers ? ", racing readers" : "",
+		       opt.resume ? ", resumed from a checkpoint" : "");
 	}
 	fflush(stdout);
 	if (opt.balance)
@@ -1206,10 +1485,11 @@ int main(int argc, char **argv)
 
 	t0 = now();
 	pids = calloc(opt.workers, sizeof(*pids));
-	done_ops = mmap(NULL, opt.workers * sizeof(long), PROT_READ | PROT_WRITE,
+	done_ops = mmap(NULL, 2 * opt.workers * sizeof(long), PROT_READ | PROT_WRITE,
 			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (!pids || done_ops == MAP_FAILED)
 		die("out of memory");
+	total_ops = done_ops + opt.workers;
 	for (i = 0; i < opt.workers; i++) {
 		pids[i] = fork();
 		if (pids[i] < 0)
@@ -1251,12 +1531,22 @@ int main(int argc, char **argv)
 		}
 		waitpid(p, NULL, 0);
 	}
-	for (i = 0; i < opt.workers; i++)
+	for (i = 0; i < opt.workers; i++) {
 		total += done_ops[i];
+		all += total_ops[i];
+	}
 	t0 = now() - t0;
-	if (!opt.quiet || failed)
-		printf("sfx: seed %" PRIu64 ": %ld operations in %.1f s (%.0f/s), %s\n",
+	if (opt.save && !failed)
+		ckpt_mark_write(ckpt_next);
+	if (!opt.quiet || failed) {
+		printf("sfx: seed %" PRIu64 ": %ld operations in %.1f s (%.0f/s), %s",
 		       opt.seed, total, t0, total / (t0 > 0 ? t0 : 1),
 		       failed == 1 ? "MISMATCH" : failed ? "ERROR" : "0 mismatches");
+		if (opt.resume && !failed)
+			printf(", %ld in all", all);
+		if (opt.save && !failed)
+			printf(", checkpoint %s.w*", opt.save);
+		printf("\n");
+	}
 	return failed;
 }
