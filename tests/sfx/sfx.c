@@ -957,6 +957,8 @@ static double now(void)
  * checks what reached the disk) and goes on with the same sequence: the
  * log hash of a run checkpointed and resumed equals that of one run.
  */
+/* A new value whenever what an operation draws from rnd() changes: a
+ * checkpoint of the old sequence must not resume into the new one. */
 #define CKPT_MAGIC	"sfxckpt2"
 #define CKPT_MARK	".sfx-checkpoint"
 
@@ -1433,6 +1435,24 @@ int main(int argc, char **argv)
 		die("%s is not empty", opt.dir);
 	if (chdir(opt.dir))
 		die("chdir %s: %s", opt.dir, strerror(errno));
+	if (opt.save) {
+		char p[PATH_MAX + 8];
+		int fd;
+
+		/* find out now, not after hours of operations */
+		ckpt_path(p, sizeof(p) - 8, opt.save, 0);
+		strcat(p, ".tmp");
+		fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0)
+			die("checkpoint %s: %s", p, strerror(errno));
+		close(fd);
+		unlink(p);
+		fd = open("/dev/urandom", O_RDONLY);
+		if (fd < 0 || read(fd, &ckpt_next, sizeof(ckpt_next)) != sizeof(ckpt_next))
+			die("/dev/urandom: %s", strerror(errno));
+		close(fd);
+		ckpt_next |= 1;	/* never 0, the value of no mark */
+	}
 	if (opt.resume) {
 		struct ckpt *ck = malloc(sizeof(*ck));
 
@@ -1445,14 +1465,6 @@ int main(int argc, char **argv)
 		free(ck);
 		if (unlink(CKPT_MARK))
 			die("resume: remove %s/%s: %s", opt.dir, CKPT_MARK, strerror(errno));
-	}
-	if (opt.save) {
-		int fd = open("/dev/urandom", O_RDONLY);
-
-		if (fd < 0 || read(fd, &ckpt_next, sizeof(ckpt_next)) != sizeof(ckpt_next))
-			die("/dev/urandom: %s", strerror(errno));
-		close(fd);
-		ckpt_next |= 1;	/* never 0, the value of no mark */
 	}
 
 	iobuf = aligned_alloc(BLK, opt.maxlen + BLK);
