@@ -957,8 +957,10 @@ static double now(void)
  * checks what reached the disk) and goes on with the same sequence: the
  * log hash of a run checkpointed and resumed equals that of one run.
  */
-/* A new value whenever what an operation draws from rnd() changes: a
- * checkpoint of the old sequence must not resume into the new one. */
+/*
+ * A new value whenever what an operation draws from rnd() changes: a
+ * checkpoint of the old sequence must not resume into the new one.
+ */
 #define CKPT_MAGIC	"sfxckpt2"
 #define CKPT_MARK	".sfx-checkpoint"
 
