@@ -17,7 +17,7 @@
  * With -c and -r a run goes on across unmounts and boots: the state is
  * checkpointed at the end and resumed later, with the same sequence.
  *
- * Usage: sfx [options] DIR      (DIR on btrfs, emptied first)
+ * Usage: sfx [options] DIR      (DIR on btrfs, emptied first unless -r)
  * Exit: 0 all verified, 1 mismatch, 2 usage or setup error.
  */
 #define _GNU_SOURCE
@@ -1351,7 +1351,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: sfx [options] DIR\n"
-		"  DIR is a directory on btrfs (created; must be empty)\n"
+		"  DIR is a directory on btrfs (created; must be empty, unless -r)\n"
 		"  -s SEED     random seed (default 1); the same seed repeats the run\n"
 		"  -n OPS      operations per worker (default 10000; -1: until -t)\n"
 		"  -t SECONDS  stop after this long\n"
