@@ -36,6 +36,15 @@ require_fs() {
 	grep -qw "$1" /proc/filesystems || skip "kernel has no $1 support"
 }
 
+# Mount btrfs DEV on $SCRATCH_MNT; fail with MESSAGE if it will not.
+_scratch_mount() {
+	mount -t btrfs ${SCRATCH_MOUNT_OPTS:+-o "$SCRATCH_MOUNT_OPTS"} "$1" "$SCRATCH_MNT" ||
+		fail "$2"
+	SCRATCH_DEV=$1
+	# Found once: running btrfs(8) later would grow the page cache (9p).
+	SCRATCH_SYSFS=$(btrfs_sysfs)
+}
+
 # mkfs a btrfs on the n-th scratch disk and mount it on $SCRATCH_MNT.
 scratch_btrfs() {
 	local dev
@@ -47,11 +56,7 @@ scratch_btrfs() {
 	mkdir -p "$SCRATCH_MNT"
 	umount "$SCRATCH_MNT" 2>/dev/null
 	mkfs.btrfs -q -f "$@" "$dev" >/dev/null || fail "mkfs.btrfs $* $dev"
-	mount -t btrfs ${SCRATCH_MOUNT_OPTS:+-o "$SCRATCH_MOUNT_OPTS"} "$dev" "$SCRATCH_MNT" ||
-		fail "mount $dev"
-	SCRATCH_DEV=$dev
-	# Found once: running btrfs(8) later would grow the page cache (9p).
-	SCRATCH_SYSFS=$(btrfs_sysfs)
+	_scratch_mount "$dev" "mount $dev"
 }
 
 # Mount scratch disk N as it is (no mkfs): a filesystem a previous run left.
@@ -62,10 +67,7 @@ scratch_mount_existing() {
 	dev=$(scratch_dev "${1:-0}") || exit 77
 	mkdir -p "$SCRATCH_MNT"
 	umount "$SCRATCH_MNT" 2>/dev/null
-	mount -t btrfs ${SCRATCH_MOUNT_OPTS:+-o "$SCRATCH_MOUNT_OPTS"} "$dev" "$SCRATCH_MNT" ||
-		fail "mount $dev (not the btrfs a previous run left?)"
-	SCRATCH_DEV=$dev
-	SCRATCH_SYSFS=$(btrfs_sysfs)
+	_scratch_mount "$dev" "mount $dev (not the btrfs a previous run left?)"
 }
 
 scratch_cycle() {
