@@ -30,7 +30,9 @@
  * (a fault replaces them by a private copy first), and not counted in
  * NR_FILE_PAGES or by memcg.  They are counted in NR_SHARED_FOLIO_ALIAS.
  * When the last reference to an alias goes, __folio_put() hands it to
- * sf_alias_free(), never to the page allocator.
+ * sf_alias_free(), never to the page allocator, which frees it after an RCU
+ * grace period (lockless lookups may still try to get it, see struct
+ * sf_alias).
  *
  * Reclaim needs nothing new: the shared-folio descriptor is folio->private,
  * so shrink_folio_list() calls the extent cache's ->release_folio, which
@@ -246,7 +248,11 @@ void sf_alias_unaccount(struct folio *alias)
 
 /*
  * The last reference to an alias is gone (from __folio_put() or
- * folios_put_refs()).  It is no longer in any mapping.
+ * folios_put_refs()).  It is no longer in any mapping, but an RCU page-cache
+ * lookup may have loaded it from the xarray just before it was removed and
+ * be about to folio_try_get() it: the memory must stay an alias with a zero
+ * refcount until that reader has left its RCU read section.  The physical
+ * reference can go now; no lookup that fails folio_try_get() touches it.
  */
 void sf_alias_free(struct folio *alias)
 {
@@ -258,7 +264,7 @@ void sf_alias_free(struct folio *alias)
 		return;	/* leak rather than corrupt */
 	}
 	folio_put(a->folio);
-	kmem_cache_free(sf_alias_cache, a);
+	kfree_rcu(a, rcu);
 }
 
 /* Pick one alias with a reference, or NULL when none is left. */

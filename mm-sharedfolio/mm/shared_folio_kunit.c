@@ -17,6 +17,8 @@
 #include <linux/highmem.h>
 #include <linux/swap.h>
 #include <linux/mm_inline.h>
+#include <linux/kthread.h>
+#include <linux/completion.h>
 #include <linux/shared_folio.h>
 
 #define SF_TEST_FILES	3
@@ -311,6 +313,73 @@ static void sf_test_mark_accessed_physical(struct kunit *test)
 	folio_put(folio);
 }
 
+struct sf_test_truncater {
+	struct address_space *map;
+	struct completion done;
+};
+
+static int sf_test_truncate_fn(void *data)
+{
+	struct sf_test_truncater *tr = data;
+
+	truncate_inode_pages(tr->map, 0);
+	complete(&tr->done);
+	return 0;
+}
+
+/*
+ * A lockless page-cache lookup that loaded an alias from the xarray just
+ * before another CPU truncated and freed it must still find an alias, with
+ * a zero refcount, as it would find a freed memmap folio.  The window is
+ * held open here: the reader stays in its RCU read section while a kthread
+ * truncates the file.  Freeing the alias at once (before the fix) made the
+ * reads below a use-after-free, which KASAN reports and KUnit counts as a
+ * failure of this case.
+ */
+static void sf_test_freed_alias_outlives_rcu_reader(struct kunit *test)
+{
+	struct folio *folio = sf_test_physical(test, 8, 0x88);
+	struct address_space *map = sf_test_map(test, 1);
+	struct sf_test_truncater tr = { .map = map };
+	int base = folio_ref_count(folio);
+	struct task_struct *t;
+	struct folio *alias;
+	unsigned long end;
+	bool truncated, got;
+
+	if (num_online_cpus() < 2 && !IS_ENABLED(CONFIG_PREEMPT_RCU)) {
+		folio_unlock(folio);
+		folio_put(folio);
+		kunit_skip(test, "needs a second CPU to truncate on");
+	}
+	init_completion(&tr.done);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map, 3, GFP_KERNEL), 0);
+	folio_unlock(folio);
+	t = kthread_create(sf_test_truncate_fn, &tr, "sf-test-truncate");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+
+	rcu_read_lock();
+	alias = xa_load(&map->i_pages, 3);
+	wake_up_process(t);
+	end = jiffies + 10 * HZ;
+	while (!(truncated = completion_done(&tr.done)) && time_before(jiffies, end))
+		cpu_relax();
+	KUNIT_EXPECT_TRUE(test, truncated);
+	KUNIT_EXPECT_TRUE(test, folio_is_sf_alias(alias));
+	KUNIT_EXPECT_EQ(test, map->nrpages, 0);
+	/* What find_get_entry() and friends do with what they loaded. */
+	KUNIT_EXPECT_EQ(test, folio_ref_count(alias), 0);
+	got = folio_try_get(alias);
+	KUNIT_EXPECT_FALSE(test, got);
+	rcu_read_unlock();
+	if (got)
+		folio_put(alias);
+
+	wait_for_completion(&tr.done);
+	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base);
+	folio_put(folio);
+}
+
 static struct kunit_case shared_folio_test_cases[] = {
 	KUNIT_CASE(sf_test_alias_resolves_to_physical),
 	KUNIT_CASE(sf_test_truncate_frees_alias),
@@ -318,6 +387,7 @@ static struct kunit_case shared_folio_test_cases[] = {
 	KUNIT_CASE(sf_test_release_detaches_all),
 	KUNIT_CASE(sf_test_busy_alias_pins_physical),
 	KUNIT_CASE(sf_test_mark_accessed_physical),
+	KUNIT_CASE(sf_test_freed_alias_outlives_rcu_reader),
 	{}
 };
 

@@ -13,6 +13,7 @@
 #include <linux/mm_types.h>
 #include <linux/spinlock.h>
 #include <linux/list.h>
+#include <linux/rcupdate.h>
 
 struct address_space;
 
@@ -60,13 +61,24 @@ struct shared_folio {
  * @folio: the physical folio; the alias holds one reference on it
  * @sf: the descriptor of @folio, valid while @node is linked
  * @node: entry on @sf->aliases while the alias is in a mapping
+ * @rcu: frees the alias a grace period after its last reference went
+ *
+ * Lockless page-cache lookups (find_get_entry(), filemap_get_read_batch(),
+ * next_uptodate_folio(), ...) may still hold a pointer to an alias that was
+ * just removed from its mapping, and folio_try_get() it.  For a memmap
+ * folio that is harmless because struct page is never freed; an alias is
+ * slab memory, so it stays allocated with a zero refcount until every such
+ * reader is gone.
  */
 struct sf_alias {
 	struct page page;
 	unsigned long pfn;
 	struct folio *folio;
 	struct shared_folio *sf;
-	struct list_head node;
+	union {
+		struct list_head node;
+		struct rcu_head rcu;	/* after @node is unlinked */
+	};
 };
 
 /*
