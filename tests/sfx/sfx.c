@@ -81,6 +81,7 @@ static struct {
 	long hog_mb;
 	int racers;		/* reader threads per worker racing the operations */
 	bool quiet;
+	double progress;	/* -p: a progress line every this many seconds */
 	long corrupt_at;	/* self-test: falsify the model at this op */
 	const char *save;	/* -c: checkpoint to SAVE.w<N> at the end */
 	const char *resume;	/* -r: continue from RESUME.w<N> */
@@ -103,7 +104,7 @@ static char oplog[LOGSZ][160];
 static unsigned char *iobuf, *dbuf;
 static long counts[32];
 static double op_seconds[32];	/* time spent in each kind of operation */
-static long *done_ops;		/* operations this run, per worker */
+static long *done_ops;		/* operations this run, per worker (as they go) */
 static long *total_ops;		/* since the first run of a resumed sequence */
 static int snap_serial;		/* names snapshots snap1, snap2, ... */
 static uint64_t ckpt_token;	/* DIR's mark when resuming (0: none) */
@@ -1226,6 +1227,8 @@ static int worker(int w)
 	}
 run:
 	start = opno;
+	total_ops[w] = opno;	/* for -p: this worker is under way */
+	done_ops[w] = 0;
 	for (i = 0; i < opt.racers; i++)
 		if (pthread_create(&rt[i], NULL, racer, (void *)(uintptr_t)(w * 8 + i + 1)))
 			die("pthread_create");
@@ -1233,6 +1236,8 @@ run:
 		if (stop)
 			break;
 		one_op();
+		done_ops[w] = opno + 1 - start;	/* for -p */
+		total_ops[w] = opno + 1;
 		if (opt.corrupt_at && opno == opt.corrupt_at) {
 			struct mfile *f = pick();
 
@@ -1296,6 +1301,41 @@ static pid_t spawn(void (*fn)(void))
 		_exit(0);
 	}
 	return pid;
+}
+
+/* -p: what the workers have done so far; it touches no file, so no run changes */
+static void progress_loop(void)
+{
+	double t0 = now();
+
+	for (;;) {
+		long done = 0, all = 0;
+		int i, starting = 0;
+		double t;
+
+		usleep((useconds_t)(opt.progress * 1e6));
+		for (i = 0; i < opt.workers; i++) {
+			if (done_ops[i] < 0) {
+				starting++;
+				continue;
+			}
+			done += done_ops[i];
+			all += total_ops[i];
+		}
+		t = now() - t0;
+		if (starting) {
+			printf("sfx: progress: %d of %d worker(s) still %s (%.0f s)\n", starting,
+			       opt.workers, opt.resume ? "verifying the checkpointed files" :
+			       "creating their files", t);
+			fflush(stdout);
+			continue;
+		}
+		printf("sfx: progress: %ld operations in %.0f s (%.0f/s)", done, t, done / t);
+		if (opt.ops >= 0)
+			printf(", %ld of %ld in all", all, opt.ops * opt.workers);
+		printf("\n");
+		fflush(stdout);
+	}
 }
 
 static void balance_loop(void)
@@ -1365,6 +1405,7 @@ static void usage(void)
 		"  -H MB       a memory hog of MB in the background\n"
 		"  -R N        N reader threads per worker racing its operations (0-8)\n"
 		"  -q          quiet: print nothing on success\n"
+		"  -p SECONDS  a progress line every SECONDS: operations so far and per second\n"
 		"  -X OP       self-test: falsify the model after operation OP (must fail)\n"
 		"  -c FILE     checkpoint: at the end, save the state to FILE.w<N> and mark DIR\n"
 		"  -r FILE     resume from FILE.w<N> in DIR (same options; -n counts from the\n"
@@ -1375,13 +1416,13 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	pid_t bg[2] = { 0, 0 }, *pids;
+	pid_t bg[3] = { 0, 0, 0 }, *pids;
 	struct statfs sfs;
 	double t0;
 	int c, i, failed = 0;
 	long total = 0, all = 0;
 
-	while ((c = getopt(argc, argv, "s:n:t:P:f:l:V:MDSCBH:R:X:c:r:qh")) != -1) {
+	while ((c = getopt(argc, argv, "s:n:t:P:f:l:V:MDSCBH:R:X:c:r:p:qh")) != -1) {
 		switch (c) {
 		case 's': opt.seed = strtoull(optarg, NULL, 0); break;
 		case 'n': opt.ops = strtol(optarg, NULL, 0); break;
@@ -1398,6 +1439,7 @@ int main(int argc, char **argv)
 		case 'H': opt.hog_mb = atol(optarg); break;
 		case 'R': opt.racers = atoi(optarg); break;
 		case 'q': opt.quiet = true; break;
+		case 'p': opt.progress = strtod(optarg, NULL); break;
 		case 'X': opt.corrupt_at = atol(optarg); break;
 		case 'c': opt.save = abspath(optarg); break;
 		case 'r': opt.resume = abspath(optarg); break;
@@ -1409,8 +1451,9 @@ int main(int argc, char **argv)
 	opt.dir = argv[optind];
 	if (opt.workers < 1 || opt.workers > 64 || opt.nfiles < 2 ||
 	    opt.nfiles > MAXFILES / 2 || opt.maxlen < 4 * BLK || opt.maxlen % BLK ||
-	    opt.maxlen > (64 << 20) || opt.racers < 0 || opt.racers > 8)
-		die("bad option: need 1 <= -P <= 64, 2 <= -f <= %d, -l a multiple of 4096 in [16K, 64M], 0 <= -R <= 8",
+	    opt.maxlen > (64 << 20) || opt.racers < 0 || opt.racers > 8 ||
+	    !(opt.progress == 0 || (opt.progress >= 0.1 && opt.progress <= 86400)))
+		die("bad option: need 1 <= -P <= 64, 2 <= -f <= %d, -l a multiple of 4096 in [16K, 64M], 0 <= -R <= 8, -p 0 or 0.1 to 86400",
 		    MAXFILES / 2);
 	if (!opt.mmap_ops)
 		weight[OP_MREAD] = weight[OP_MSHARED] = weight[OP_MPRIVATE] = 0;
@@ -1504,6 +1547,10 @@ int main(int argc, char **argv)
 	if (!pids || done_ops == MAP_FAILED)
 		die("out of memory");
 	total_ops = done_ops + opt.workers;
+	for (i = 0; i < opt.workers; i++)
+		done_ops[i] = -1;	/* not under way yet */
+	if (opt.progress > 0)
+		bg[2] = spawn(progress_loop);
 	for (i = 0; i < opt.workers; i++) {
 		pids[i] = fork();
 		if (pids[i] < 0)
@@ -1526,7 +1573,7 @@ int main(int argc, char **argv)
 			failed = failed ?: (WIFEXITED(st) ? WEXITSTATUS(st) : 1);
 		}
 	}
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < 3; i++)
 		if (bg[i]) {
 			kill(bg[i], SIGKILL);
 			waitpid(bg[i], NULL, 0);
@@ -1546,7 +1593,7 @@ int main(int argc, char **argv)
 		waitpid(p, NULL, 0);
 	}
 	for (i = 0; i < opt.workers; i++) {
-		total += done_ops[i];
+		total += done_ops[i] > 0 ? done_ops[i] : 0;	/* -1: never under way */
 		all += total_ops[i];
 	}
 	t0 = now() - t0;
