@@ -104,8 +104,14 @@ static char oplog[LOGSZ][160];
 static unsigned char *iobuf, *dbuf;
 static long counts[32];
 static double op_seconds[32];	/* time spent in each kind of operation */
-static long *done_ops;		/* operations this run, per worker (as they go) */
-static long *total_ops;		/* since the first run of a resumed sequence */
+/*
+ * Per worker, shared with the parent and the -p process: the operation the
+ * run started from (-1 until the worker is under way) and the operations of
+ * the sequence done so far.  A run's count is their difference, so a reader
+ * never sees one half of an update.
+ */
+static long *start_ops;
+static long *total_ops;
 static int snap_serial;		/* names snapshots snap1, snap2, ... */
 static uint64_t ckpt_token;	/* DIR's mark when resuming (0: none) */
 static uint64_t ckpt_next;	/* the mark of the checkpoint this run writes */
@@ -1227,8 +1233,8 @@ static int worker(int w)
 	}
 run:
 	start = opno;
-	total_ops[w] = opno;	/* for -p: this worker is under way */
-	done_ops[w] = 0;
+	__atomic_store_n(&total_ops[w], opno, __ATOMIC_RELAXED);
+	__atomic_store_n(&start_ops[w], opno, __ATOMIC_RELEASE);	/* under way */
 	for (i = 0; i < opt.racers; i++)
 		if (pthread_create(&rt[i], NULL, racer, (void *)(uintptr_t)(w * 8 + i + 1)))
 			die("pthread_create");
@@ -1236,8 +1242,7 @@ run:
 		if (stop)
 			break;
 		one_op();
-		done_ops[w] = opno + 1 - start;	/* for -p */
-		total_ops[w] = opno + 1;
+		__atomic_store_n(&total_ops[w], opno + 1, __ATOMIC_RELAXED);
 		if (opt.corrupt_at && opno == opt.corrupt_at) {
 			struct mfile *f = pick();
 
@@ -1265,8 +1270,6 @@ run:
 	verify_all();
 	if (opt.save)
 		ckpt_save(h);
-	done_ops[w] = opno - start;
-	total_ops[w] = opno;
 	if (!opt.quiet) {
 		double t = now() - t0;
 
@@ -1315,12 +1318,15 @@ static void progress_loop(void)
 
 		usleep((useconds_t)(opt.progress * 1e6));
 		for (i = 0; i < opt.workers; i++) {
-			if (done_ops[i] < 0) {
+			long s = __atomic_load_n(&start_ops[i], __ATOMIC_ACQUIRE);
+			long n = __atomic_load_n(&total_ops[i], __ATOMIC_RELAXED);
+
+			if (s < 0) {
 				starting++;
 				continue;
 			}
-			done += done_ops[i];
-			all += total_ops[i];
+			done += n - s;
+			all += n;
 		}
 		t = now() - t0;
 		if (starting) {
@@ -1542,13 +1548,13 @@ int main(int argc, char **argv)
 
 	t0 = now();
 	pids = calloc(opt.workers, sizeof(*pids));
-	done_ops = mmap(NULL, 2 * opt.workers * sizeof(long), PROT_READ | PROT_WRITE,
-			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (!pids || done_ops == MAP_FAILED)
+	start_ops = mmap(NULL, 2 * opt.workers * sizeof(long), PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (!pids || start_ops == MAP_FAILED)
 		die("out of memory");
-	total_ops = done_ops + opt.workers;
+	total_ops = start_ops + opt.workers;
 	for (i = 0; i < opt.workers; i++)
-		done_ops[i] = -1;	/* not under way yet */
+		start_ops[i] = -1;	/* not under way yet */
 	if (opt.progress > 0)
 		bg[2] = spawn(progress_loop);
 	for (i = 0; i < opt.workers; i++) {
@@ -1593,7 +1599,8 @@ int main(int argc, char **argv)
 		waitpid(p, NULL, 0);
 	}
 	for (i = 0; i < opt.workers; i++) {
-		total += done_ops[i] > 0 ? done_ops[i] : 0;	/* -1: never under way */
+		if (start_ops[i] >= 0)	/* -1: never under way */
+			total += total_ops[i] - start_ops[i];
 		all += total_ops[i];
 	}
 	t0 = now() - t0;
