@@ -42,6 +42,8 @@
 #include <linux/shared_folio.h>
 #include <linux/fsverity.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/wait_bit.h>
 #include <linux/vmstat.h>
 #include "ctree.h"
 #include "fs.h"
@@ -62,6 +64,11 @@
 #define BTRFS_SF_WINDOW		(SZ_1M >> PAGE_SHIFT)
 /* At most this many pages per batch (one array allocation). */
 #define BTRFS_SF_MAX_BATCH	256
+/*
+ * Allocations under a physical folio lock: one round of reclaim at most,
+ * never the OOM killer or a memcg OOM wait (see btrfs_sf_populate_batch()).
+ */
+#define BTRFS_SF_LOCKED_GFP	(GFP_NOFS | __GFP_NORETRY | __GFP_NOWARN)
 
 struct btrfs_sf_item {
 	pgoff_t index;		/* in the file */
@@ -104,7 +111,13 @@ int btrfs_sf_init(struct btrfs_fs_info *fs_info)
 	set_nlink(inode, 1);
 	inode->i_size = OFFSET_MAX;
 	inode->i_mapping->a_ops = &btrfs_sf_aops;
-	mapping_set_gfp_mask(inode->i_mapping, GFP_NOFS);
+	/*
+	 * Physical folios are user data: movable (migration detaches the
+	 * aliases through ->release_folio), subject to cpuset, charged to the
+	 * reader; never __GFP_FS, since populate runs under the file's extent
+	 * lock.
+	 */
+	mapping_set_gfp_mask(inode->i_mapping, GFP_HIGHUSER_MOVABLE & ~__GFP_FS);
 	BTRFS_I(inode)->root = NULL;
 	fs_info->sf_inode = inode;
 	fs_info->sf_enabled = true;
@@ -256,8 +269,40 @@ void btrfs_sf_note_remap(struct btrfs_inode *src, struct btrfs_inode *dst)
 	btrfs_sf_set_private(dst, 0, 0);
 }
 
+/*
+ * Completion of a physical-folio read.  The read was issued for a file
+ * (bbio->inode: checksum lookup, verification and repair use it until this
+ * runs), but the folios belong to the extent cache, so nothing in the page
+ * cache makes eviction or umount wait for it: the asynchronous window's
+ * reads outlive the read() that started them.  inode->sf_reads counts them
+ * and btrfs_sf_wait_reads(), called by btrfs_evict_inode(), waits for zero.
+ * This is the last use of the inode by the read.
+ */
+/**
+ * btrfs_sf_dedupe_done() - a dedupe replaced the extents under a range
+ * @dst: the destination inode, its invalidate lock held exclusively
+ * @pos: start of the range
+ * @len: its length
+ *
+ * The bytes are the same, so a kernel without shared folios keeps the
+ * destination's page cache.  Its aliases, though, describe physical folios
+ * of the old extent, which this dedupe may have freed: they would stay
+ * until the commit invalidates that extent, a state any user could create at
+ * will.  Drop the range's page cache as a clone does; the next read shares
+ * the source's extent.
+ */
+void btrfs_sf_dedupe_done(struct btrfs_inode *dst, u64 pos, u64 len)
+{
+	if (!btrfs_sf_inode_eligible(dst) || !dst->vfs_inode.i_mapping->nrpages)
+		return;
+	truncate_inode_pages_range(dst->vfs_inode.i_mapping,
+				   round_down(pos, PAGE_SIZE),
+				   round_up(pos + len, PAGE_SIZE) - 1);
+}
+
 static void btrfs_sf_end_read(struct btrfs_bio *bbio)
 {
+	struct btrfs_inode *inode = bbio->inode;
 	bool uptodate = !bbio->bio.bi_status;
 	struct folio_iter fi;
 
@@ -267,6 +312,20 @@ static void btrfs_sf_end_read(struct btrfs_bio *bbio)
 		folio_unlock(fi.folio);
 	}
 	bio_put(&bbio->bio);
+	/* wake_up_var() only hashes the address: the inode may be gone. */
+	if (atomic_dec_and_test(&inode->sf_reads))
+		wake_up_var(&inode->sf_reads);
+}
+
+/**
+ * btrfs_sf_wait_reads() - wait for the extent-cache reads issued for @inode
+ * @inode: an inode being evicted
+ *
+ * Context: process context; sleeps until the device completes them.
+ */
+void btrfs_sf_wait_reads(struct btrfs_inode *inode)
+{
+	wait_var_event(&inode->sf_reads, !atomic_read(&inode->sf_reads));
 }
 
 struct btrfs_sf_bio {
@@ -296,6 +355,7 @@ static void btrfs_sf_queue_read(struct btrfs_inode *inode, struct btrfs_sf_bio *
 	if (!sb->bbio) {
 		sb->bbio = btrfs_bio_alloc(BIO_MAX_VECS, REQ_OP_READ, fs_info,
 					   btrfs_sf_end_read, NULL);
+		atomic_inc(&inode->sf_reads);	/* see btrfs_sf_end_read() */
 		sb->bbio->bio.bi_iter.bi_sector = bytenr >> SECTOR_SHIFT;
 		sb->bbio->inode = inode;
 		sb->bbio->file_offset = pos;
@@ -443,11 +503,11 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 
 		if (!folio)
 			continue;
-		if (!wait) {
+		/* A killed reader stops waiting; the pages stay unshared. */
+		if (!wait || folio_lock_killable(folio)) {
 			folio_put(folio);
 			continue;
 		}
-		folio_lock(folio);
 		if (folio_test_clear_readahead(folio) && !b->marked) {
 			b->marked = true;
 			b->marker = items[i].index;
@@ -457,11 +517,19 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 		 * Not beyond EOF: btrfs_setsize() shrinks i_size and truncates
 		 * the page cache under the invalidate lock, which we hold.
 		 */
+		/*
+		 * Nothing under the physical folio lock waits for a memcg OOM or
+		 * retries reclaim: the transaction commit can wait for that lock
+		 * (btrfs_sf_invalidate_range()).  Should the allocations fail,
+		 * the page is read privately.  fs-verity may have been enabled
+		 * since the entry check: its data is never shared.
+		 */
 		if (folio->mapping == fs_info->sf_inode->i_mapping &&
-		    folio_test_uptodate(folio) &&
+		    folio_test_uptodate(folio) && !IS_VERITY(&inode->vfs_inode) &&
 		    ((loff_t)items[i].index << PAGE_SHIFT) < i_size_read(&inode->vfs_inode) &&
-		    shared_folio_attach(folio, &fs_info->sf_owner, GFP_NOFS) &&
-		    !shared_folio_add_alias(folio, mapping, items[i].index, GFP_NOFS) &&
+		    shared_folio_attach(folio, &fs_info->sf_owner, BTRFS_SF_LOCKED_GFP) &&
+		    !shared_folio_add_alias(folio, mapping, items[i].index,
+					    BTRFS_SF_LOCKED_GFP) &&
 		    !items[i].read)
 			b->hits++;
 		folio_unlock(folio);
@@ -530,6 +598,10 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 	while (idx <= last) {
 		pgoff_t batch_last = min(last, idx + BTRFS_SF_MAX_BATCH - 1);
 
+		/* Up to 2 GiB in a read: a killed reader stops here. */
+		if (fatal_signal_pending(current))
+			goto out;
+
 		btrfs_sf_populate_batch(inode, idx, batch_last, true, &b);
 		if (batch_last == last)
 			break;
@@ -548,9 +620,10 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 				(loff_t)(first - 1) << PAGE_SHIFT,
 				((loff_t)first << PAGE_SHIFT) - 1)))
 		ra = last + 1;
-	if (ra && ra <= eof)
+	if (ra && ra <= eof && !fatal_signal_pending(current))
 		btrfs_sf_populate_batch(inode, ra,
 					min(eof, ra + BTRFS_SF_WINDOW - 1), false, &b);
+out:
 	memalloc_nofs_restore(nofs);
 	kfree(b.items);
 

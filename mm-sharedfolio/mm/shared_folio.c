@@ -70,6 +70,7 @@
 #include <linux/swap.h>
 #include <linux/memcontrol.h>
 #include <linux/highmem.h>
+#include <linux/sched.h>
 #include <linux/dax.h>
 #include <linux/shmem_fs.h>
 #include <linux/moduleparam.h>
@@ -78,6 +79,8 @@
 
 #define CREATE_TRACE_POINTS
 #include <trace/events/shared_folio.h>
+#undef CREATE_TRACE_POINTS
+#include <trace/events/filemap.h>
 
 static struct kmem_cache *sf_alias_cache __ro_after_init;
 
@@ -113,7 +116,8 @@ struct shared_folio *shared_folio_attach(struct folio *folio,
 	VM_WARN_ON_ONCE_FOLIO(folio_test_large(folio), folio);
 	if (sf)
 		return sf;
-	sf = kmalloc(sizeof(*sf), gfp & GFP_RECLAIM_MASK);
+	/* Charged, like the aliases, to the memcg of the reader. */
+	sf = kmalloc(sizeof(*sf), (gfp & GFP_RECLAIM_MASK) | __GFP_ACCOUNT);
 	if (!sf)
 		return NULL;
 	spin_lock_init(&sf->lock);
@@ -177,8 +181,14 @@ int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
 	a = kmem_cache_zalloc(sf_alias_cache, gfp);
 	if (!a)
 		return -ENOMEM;
-	/* Node, zone and section bits as the physical page; no flags yet. */
-	a->page.flags = folio->flags & ~((1UL << NR_PAGEFLAGS) - 1);
+	/*
+	 * Only the links that page_zone() and page_to_nid() read: no page
+	 * flag, and none of the LRU generation, refs or cpupid bits of the
+	 * physical page.
+	 */
+	a->page.flags = folio->flags & ((ZONES_MASK << ZONES_PGSHIFT) |
+					(NODES_MASK << NODES_PGSHIFT) |
+					(SECTIONS_MASK << SECTIONS_PGSHIFT));
 	set_page_count(&a->page, 1);
 	atomic_set(&a->page._mapcount, -1);
 	a->pfn = folio_pfn(folio);
@@ -219,6 +229,7 @@ unlock:
 		kmem_cache_free(sf_alias_cache, a);
 		return xas_error(&xas);
 	}
+	trace_mm_filemap_add_to_page_cache(alias);
 	trace_shared_folio_share(mapping, index, a->pfn, nr);
 	return 0;
 }
@@ -267,72 +278,94 @@ void sf_alias_free(struct folio *alias)
 	kfree_rcu(a, rcu);
 }
 
-/* Pick one alias with a reference, or NULL when none is left. */
-static struct folio *sf_get_one_alias(struct shared_folio *sf, struct folio *skip)
+enum sf_next { SF_NEXT_EMPTY, SF_NEXT_GOT, SF_NEXT_FROZEN };
+
+/*
+ * Take the alias at the head of @sf's list and rotate it to the tail, so
+ * that nr_aliases calls visit each alias once.  SF_NEXT_FROZEN: its refcount
+ * is frozen at zero, that is __remove_mapping() is removing it from its
+ * mapping; that caller holds the mapping's xa_lock from the freeze until
+ * sf_alias_unaccount() has unlinked the alias from @sf.
+ */
+static enum sf_next sf_next_alias(struct shared_folio *sf, struct folio **aliasp)
 {
+	enum sf_next ret = SF_NEXT_EMPTY;
 	struct sf_alias *a;
-	struct folio *alias = NULL;
 
 	spin_lock_irq(&sf->lock);
-	list_for_each_entry(a, &sf->aliases, node) {
-		struct folio *f = sf_alias_to_folio(a);
-
-		if (f != skip && folio_try_get(f)) {
-			alias = f;
-			break;
-		}
+	a = list_first_entry_or_null(&sf->aliases, struct sf_alias, node);
+	if (a) {
+		list_move_tail(&a->node, &sf->aliases);
+		*aliasp = sf_alias_to_folio(a);
+		ret = folio_try_get(*aliasp) ? SF_NEXT_GOT : SF_NEXT_FROZEN;
 	}
 	spin_unlock_irq(&sf->lock);
-	return alias;
+	return ret;
 }
 
 /**
  * shared_folio_detach_aliases() - remove every alias of @folio from its mapping
  * @folio: locked physical folio
- * @sync: wait for busy alias locks; otherwise skip them
+ * @sync: wait for busy aliases until none is left; otherwise one pass that
+ *        skips them
  *
  * An alias that someone is still using (a reader copying from it) is removed
  * from its mapping all the same; it keeps @folio referenced until it is
  * freed, so the caller's freeze of @folio's refcount fails until then.
  *
- * Context: process context, @folio locked.  May sleep if @sync.
+ * No alias can be added meanwhile (that needs the lock of @folio), so a pass
+ * of nr_aliases steps sees each alias once: without @sync the walk is
+ * bounded whatever is locked.  With @sync it ends only when the list is
+ * empty, also waiting out aliases that __remove_mapping() is removing: the
+ * descriptor must not be freed while one of them can still unlink itself.
+ *
+ * Context: process context, @folio locked.  May sleep.
  * Return: the number of aliases detached.
  */
 unsigned int shared_folio_detach_aliases(struct folio *folio, bool sync)
 {
 	struct shared_folio *sf = folio_get_private(folio);
-	struct folio *alias, *skip = NULL;
-	unsigned int detached = 0;
+	unsigned int detached = 0, n;
+	struct folio *alias;
 
 	VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(folio), folio);
 	if (!sf)
 		return 0;
-	while ((alias = sf_get_one_alias(sf, skip))) {
-		struct address_space *mapping;
+	while ((n = READ_ONCE(sf->nr_aliases))) {
+		while (n--) {
+			struct address_space *mapping;
+			enum sf_next got = sf_next_alias(sf, &alias);
 
-		if (sync) {
-			folio_lock(alias);
-		} else if (!folio_trylock(alias)) {
-			/* Busy: leave it; the caller sees it remaining. */
-			if (skip)
-				folio_put(skip);
-			skip = alias;
-			continue;
+			if (got == SF_NEXT_EMPTY)
+				goto out;
+			if (got == SF_NEXT_FROZEN)
+				continue;
+			if (sync) {
+				folio_lock(alias);
+			} else if (!folio_trylock(alias)) {
+				/* Busy: leave it; the caller sees it remaining. */
+				folio_put(alias);
+				continue;
+			}
+			mapping = alias->mapping;
+			if (mapping) {
+				trace_shared_folio_reclaim(mapping, alias->index,
+							   folio_pfn(folio),
+							   READ_ONCE(sf->nr_aliases) - 1);
+				/* Removes it from sf->aliases via sf_alias_unaccount(). */
+				filemap_remove_folio(alias);
+				detached++;
+			}
+			folio_unlock(alias);
+			folio_put(alias);
+			cond_resched();
 		}
-		mapping = alias->mapping;
-		if (mapping) {
-			trace_shared_folio_reclaim(mapping, alias->index,
-						   folio_pfn(folio),
-						   READ_ONCE(sf->nr_aliases) - 1);
-			/* Removes it from sf->aliases via sf_alias_unaccount(). */
-			filemap_remove_folio(alias);
-			detached++;
-		}
-		folio_unlock(alias);
-		folio_put(alias);
+		if (!sync)
+			break;
+		/* Only frozen aliases can be left: their removal is imminent. */
+		cond_resched();
 	}
-	if (skip)
-		folio_put(skip);
+out:
 	if (detached) {
 		count_vm_events(SHARED_FOLIO_RECLAIM, detached);
 		atomic_long_add(detached, &sf->owner->nr_reclaims);
@@ -410,9 +443,16 @@ EXPORT_SYMBOL_GPL(shared_folio_invalidate);
  * data (bytes past EOF zeroed), is uptodate, clean, on the LRU and charged
  * to the current task's memcg.
  *
+ * The private folio is allocated and charged before the alias lock is
+ * taken: reclaim and extent invalidation wait for alias locks (under the
+ * physical folio lock, in the transaction commit for btrfs), so nothing
+ * that can wait for reclaim or a memcg OOM runs under one.  The copy is
+ * machine-check safe: a poisoned physical page fails the unshare.
+ *
  * Context: process context; sleeps.
  * Return: the private folio with a reference (unlocked); NULL if @alias
- * left @mapping meanwhile (look it up again); ERR_PTR(-ENOMEM).
+ * left @mapping meanwhile (look it up again); ERR_PTR(-ENOMEM), or
+ * ERR_PTR(-EHWPOISON) if the shared page is poisoned.
  */
 struct folio *shared_folio_unshare(struct address_space *mapping,
 				   struct folio *alias, gfp_t gfp)
@@ -424,12 +464,6 @@ struct folio *shared_folio_unshare(struct address_space *mapping,
 	loff_t isize;
 	size_t tail;
 
-	folio_lock(alias);
-	if (alias->mapping != mapping) {
-		folio_unlock(alias);
-		folio_put(alias);
-		return NULL;
-	}
 	new = filemap_alloc_folio(gfp, 0);
 	if (!new)
 		goto nomem;
@@ -437,7 +471,15 @@ struct folio *shared_folio_unshare(struct address_space *mapping,
 		folio_put(new);
 		goto nomem;
 	}
-	folio_copy(new, folio);
+	folio_lock(alias);
+	if (alias->mapping != mapping || copy_mc_highpage(&new->page, &folio->page)) {
+		bool gone = alias->mapping != mapping;
+
+		folio_unlock(alias);
+		folio_put(alias);
+		folio_put(new);
+		return gone ? NULL : ERR_PTR(-EHWPOISON);
+	}
 	isize = i_size_read(mapping->host);
 	if (folio_pos(alias) + PAGE_SIZE > isize) {
 		tail = isize > folio_pos(alias) ? isize - folio_pos(alias) : 0;
@@ -477,7 +519,6 @@ struct folio *shared_folio_unshare(struct address_space *mapping,
 	return new;
 
 nomem:
-	folio_unlock(alias);
 	folio_put(alias);
 	return ERR_PTR(-ENOMEM);
 }
@@ -485,7 +526,11 @@ EXPORT_SYMBOL_GPL(shared_folio_unshare);
 
 static int __init shared_folio_init(void)
 {
-	sf_alias_cache = KMEM_CACHE(sf_alias, SLAB_PANIC | SLAB_NO_MERGE);
+	/* __page_to_pfn() reads the PFN right after the alias's struct page. */
+	BUILD_BUG_ON(offsetof(struct sf_alias, pfn) != sizeof(struct page));
+	/* Aliases are charged to the memcg of the reader that creates them. */
+	sf_alias_cache = KMEM_CACHE(sf_alias, SLAB_PANIC | SLAB_NO_MERGE |
+				    SLAB_ACCOUNT);
 	return 0;
 }
 subsys_initcall(shared_folio_init);

@@ -19,7 +19,9 @@
 #include <linux/mm_inline.h>
 #include <linux/kthread.h>
 #include <linux/completion.h>
+#include <linux/delay.h>
 #include <linux/shared_folio.h>
+#include "slab.h"
 
 #define SF_TEST_FILES	3
 #define SF_TEST_PAGES	16
@@ -380,6 +382,145 @@ static void sf_test_freed_alias_outlives_rcu_reader(struct kunit *test)
 	folio_put(folio);
 }
 
+struct sf_test_releaser {
+	struct folio *folio;
+	bool released;
+	struct completion done;
+};
+
+static int sf_test_release_fn(void *data)
+{
+	struct sf_test_releaser *r = data;
+
+	folio_lock(r->folio);
+	r->released = shared_folio_release(r->folio);
+	folio_unlock(r->folio);
+	complete(&r->done);
+	return 0;
+}
+
+/*
+ * Reclaim (->release_folio) of a physical folio two of whose aliases are
+ * locked by other tasks (concurrent unsharers) returns at once: it detaches
+ * the free alias and leaves the locked ones.  Before the fix the walk
+ * remembered only the last skipped alias and alternated between the two
+ * forever, holding the physical folio lock without rescheduling (kswapd,
+ * compaction and drop_caches would spin).
+ */
+static void sf_test_release_with_locked_aliases(struct kunit *test)
+{
+	struct folio *folio = sf_test_physical(test, 10, 0xaa);
+	struct sf_test_releaser r = { .folio = folio };
+	struct folio *a0, *a1;
+	struct task_struct *t;
+	bool finished;
+	int i;
+
+	if (num_online_cpus() < 2 && !IS_ENABLED(CONFIG_PREEMPTION)) {
+		folio_unlock(folio);
+		folio_put(folio);
+		kunit_skip(test, "a livelocked walker would hold the only CPU");
+	}
+	for (i = 0; i < SF_TEST_FILES; i++)
+		KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio,
+				sf_test_map(test, i), 1, GFP_KERNEL), 0);
+	folio_unlock(folio);
+	a0 = filemap_lock_folio(sf_test_map(test, 0), 1);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a0));
+	a1 = filemap_lock_folio(sf_test_map(test, 1), 1);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a1));
+	init_completion(&r.done);
+	t = kthread_run(sf_test_release_fn, &r, "sf-test-release");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	finished = wait_for_completion_timeout(&r.done, 2 * HZ);
+	KUNIT_EXPECT_TRUE(test, finished);
+	/* Lets a livelocked walker (before the fix) go on and finish. */
+	folio_unlock(a0);
+	folio_unlock(a1);
+	if (!finished)
+		wait_for_completion(&r.done);
+	KUNIT_EXPECT_FALSE(test, r.released);
+	KUNIT_EXPECT_EQ(test, shared_folio_nr_aliases(folio), 2);
+	KUNIT_EXPECT_EQ(test, sf_test_map(test, 2)->nrpages, 0);
+	folio_put(a0);
+	folio_put(a1);
+	folio_put(folio);
+}
+
+/*
+ * __remove_mapping() (fadvise DONTNEED, drop_caches, the inode LRU, a splice
+ * steal) freezes an alias's refcount at zero and only then unlinks it from
+ * the descriptor.  An invalidation of the extent cache in that window (the
+ * extent was freed: dedupe leaves aliases on the old extent) must wait for
+ * the unlink.  Before the fix it skipped the frozen alias, freed the
+ * descriptor (a WARN) and the unlink then locked the freed descriptor.  The
+ * window is held open here; the real remover holds the mapping's xa_lock
+ * across it.
+ */
+static void sf_test_invalidate_waits_for_frozen_alias(struct kunit *test)
+{
+	struct sf_test_ctx *ctx = test->priv;
+	struct folio *folio = sf_test_physical(test, 11, 0xbb);
+	struct address_space *map = sf_test_map(test, 0);
+	struct sf_test_truncater tr = { .map = ctx->cache->i_mapping };
+	struct task_struct *t;
+	struct folio *alias;
+
+	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map, 2, GFP_KERNEL), 0);
+	folio_unlock(folio);
+	alias = filemap_lock_folio(map, 2);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(alias));
+	/* As __remove_mapping(): freeze the cache's and our reference... */
+	KUNIT_ASSERT_TRUE(test, folio_ref_freeze(alias, 2));
+	init_completion(&tr.done);
+	t = kthread_run(sf_test_truncate_fn, &tr, "sf-test-invalidate");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	msleep(200);
+	KUNIT_EXPECT_FALSE(test, completion_done(&tr.done));
+	KUNIT_EXPECT_TRUE(test, folio_test_private(folio));
+	/* ...then remove it from the mapping, which unlinks it. */
+	filemap_remove_folio(alias);
+	folio_ref_unfreeze(alias, 1);
+	folio_unlock(alias);
+	folio_put(alias);
+	wait_for_completion(&tr.done);
+	KUNIT_EXPECT_EQ(test, map->nrpages, 0);
+	KUNIT_EXPECT_EQ(test, ctx->cache->i_mapping->nrpages, 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->owner.nr_folios), 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->owner.nr_aliases), 0);
+	folio_put(folio);
+}
+
+/* Aliases are charged to the creator's memcg; NULL is no alias. */
+static void sf_test_alias_accounting(struct kunit *test)
+{
+	struct folio *folio = sf_test_physical(test, 12, 0xcc);
+	struct folio *alias;
+	struct page stack_copy;
+
+	KUNIT_EXPECT_FALSE(test, page_is_sf_alias(NULL));
+	memcpy(&stack_copy, &folio->page, sizeof(stack_copy));
+	KUNIT_EXPECT_EQ(test, page_is_sf_alias(&stack_copy),
+			!is_vmalloc_addr(&stack_copy) &&
+			(unsigned long)&stack_copy < (unsigned long)high_memory);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, sf_test_map(test, 0),
+						     8, GFP_KERNEL), 0);
+	folio_unlock(folio);
+	alias = filemap_get_folio(sf_test_map(test, 0), 8);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(alias));
+	KUNIT_EXPECT_TRUE(test, page_is_sf_alias(&alias->page));
+	/* Only the zone and node links of the physical page's flags. */
+	KUNIT_EXPECT_EQ(test, alias->flags & ~((1UL << NR_PAGEFLAGS) - 1) &
+			~((ZONES_MASK << ZONES_PGSHIFT) | (NODES_MASK << NODES_PGSHIFT)),
+			0);
+	KUNIT_EXPECT_PTR_EQ(test, folio_zone(alias), folio_zone(folio));
+	if (IS_ENABLED(CONFIG_MEMCG))
+		KUNIT_EXPECT_TRUE(test, virt_to_slab(folio_sf_alias(alias))->slab_cache->flags &
+				  SLAB_ACCOUNT);
+	folio_put(alias);
+	folio_put(folio);
+}
+
 static struct kunit_case shared_folio_test_cases[] = {
 	KUNIT_CASE(sf_test_alias_resolves_to_physical),
 	KUNIT_CASE(sf_test_truncate_frees_alias),
@@ -388,6 +529,9 @@ static struct kunit_case shared_folio_test_cases[] = {
 	KUNIT_CASE(sf_test_busy_alias_pins_physical),
 	KUNIT_CASE(sf_test_mark_accessed_physical),
 	KUNIT_CASE(sf_test_freed_alias_outlives_rcu_reader),
+	KUNIT_CASE(sf_test_release_with_locked_aliases),
+	KUNIT_CASE(sf_test_invalidate_waits_for_frozen_alias),
+	KUNIT_CASE(sf_test_alias_accounting),
 	{}
 };
 

@@ -10,7 +10,7 @@
 #ifndef _LINUX_SHARED_FOLIO_H
 #define _LINUX_SHARED_FOLIO_H
 
-#include <linux/mm_types.h>
+#include <linux/mm.h>
 #include <linux/spinlock.h>
 #include <linux/list.h>
 #include <linux/rcupdate.h>
@@ -83,11 +83,21 @@ struct sf_alias {
 
 /*
  * An alias lives in the direct map (slab), which on x86_64 lies below the
- * vmemmap: the same test __page_to_pfn() uses.
+ * vmemmap: the first test is the one __page_to_pfn() uses, and the only one
+ * a memmap page ever reaches.  NULL, and a struct page copied to a stack or
+ * to vmalloc space, are not aliases.
  */
+static inline bool page_is_sf_alias(const struct page *page)
+{
+	unsigned long addr = (unsigned long)page;
+
+	return unlikely(page < vmemmap) && addr >= PAGE_OFFSET &&
+	       addr < (unsigned long)high_memory;
+}
+
 static inline bool folio_is_sf_alias(const struct folio *folio)
 {
-	return (const struct page *)folio < vmemmap;
+	return page_is_sf_alias(&folio->page);
 }
 
 static inline struct sf_alias *folio_sf_alias(const struct folio *alias)
@@ -116,6 +126,11 @@ void sf_alias_free(struct folio *alias);
 void sf_alias_unaccount(struct folio *alias);
 
 #else /* !CONFIG_SHARED_FOLIO */
+
+static inline bool page_is_sf_alias(const struct page *page)
+{
+	return false;
+}
 
 static inline bool folio_is_sf_alias(const struct folio *folio)
 {
