@@ -43,7 +43,6 @@
 #include <linux/fsverity.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
-#include <linux/wait_bit.h>
 #include <linux/vmstat.h>
 #include "ctree.h"
 #include "fs.h"
@@ -65,10 +64,10 @@
 /* At most this many pages per batch (one array allocation). */
 #define BTRFS_SF_MAX_BATCH	256
 /*
- * Allocations under a physical folio lock: one round of reclaim at most,
- * never the OOM killer or a memcg OOM wait (see btrfs_sf_populate_batch()).
+ * Allocations under a physical folio lock, when the preallocation failed:
+ * no reclaim, no memcg throttling (see btrfs_sf_populate_batch()).
  */
-#define BTRFS_SF_LOCKED_GFP	(GFP_NOFS | __GFP_NORETRY | __GFP_NOWARN)
+#define BTRFS_SF_LOCKED_GFP	(GFP_NOWAIT | __GFP_NOWARN)
 
 struct btrfs_sf_item {
 	pgoff_t index;		/* in the file */
@@ -118,7 +117,12 @@ int btrfs_sf_init(struct btrfs_fs_info *fs_info)
 	 * lock.
 	 */
 	mapping_set_gfp_mask(inode->i_mapping, GFP_HIGHUSER_MOVABLE & ~__GFP_FS);
-	BTRFS_I(inode)->root = NULL;
+	/*
+	 * The physical folios' reads are issued for this inode (see
+	 * btrfs_sf_queue_read()): checksum lookup and repair need a root,
+	 * and go by logical address, so the tree root serves.
+	 */
+	BTRFS_I(inode)->root = btrfs_grab_root(fs_info->tree_root);
 	fs_info->sf_inode = inode;
 	fs_info->sf_enabled = true;
 	return 0;
@@ -127,13 +131,19 @@ int btrfs_sf_init(struct btrfs_fs_info *fs_info)
 void btrfs_sf_exit(struct btrfs_fs_info *fs_info)
 {
 	struct inode *inode = fs_info->sf_inode;
+	struct btrfs_root *root;
 
 	if (!inode)
 		return;
 	fs_info->sf_enabled = false;
+	/* Waits for the reads in flight: their folios are locked. */
 	truncate_inode_pages_final(inode->i_mapping);
 	fs_info->sf_inode = NULL;
+	root = BTRFS_I(inode)->root;
+	/* btrfs_drop_inode() and btrfs_evict_inode() see no root: no items. */
+	BTRFS_I(inode)->root = NULL;
 	iput(inode);
+	btrfs_put_root(root);
 }
 
 static bool btrfs_sf_inode_eligible(struct btrfs_inode *inode)
@@ -258,8 +268,12 @@ static bool btrfs_sf_known_private(struct btrfs_inode *inode, u64 start, u64 end
  * @dst: the destination inode
  *
  * From now on reads of either consider sharing again, whatever was
- * decided before.  Called with both inodes' invalidate locks held
- * exclusively, so no populate of them runs concurrently.
+ * decided before.  Called with both inodes' i_rwsem and i_mmap_lock held,
+ * which populate does not take: a populate running meanwhile holds the
+ * file's extent range lock across its lookups and inserts, so it sees the
+ * extents either before the remap swaps them (and the remap's truncate of
+ * the range removes what it installed) or after; the flag it may miss
+ * only costs sharing until the next read.
  */
 void btrfs_sf_note_remap(struct btrfs_inode *src, struct btrfs_inode *dst)
 {
@@ -269,18 +283,9 @@ void btrfs_sf_note_remap(struct btrfs_inode *src, struct btrfs_inode *dst)
 	btrfs_sf_set_private(dst, 0, 0);
 }
 
-/*
- * Completion of a physical-folio read.  The read was issued for a file
- * (bbio->inode: checksum lookup, verification and repair use it until this
- * runs), but the folios belong to the extent cache, so nothing in the page
- * cache makes eviction or umount wait for it: the asynchronous window's
- * reads outlive the read() that started them.  inode->sf_reads counts them
- * and btrfs_sf_wait_reads(), called by btrfs_evict_inode(), waits for zero.
- * This is the last use of the inode by the read.
- */
 /**
  * btrfs_sf_dedupe_done() - a dedupe replaced the extents under a range
- * @dst: the destination inode, its invalidate lock held exclusively
+ * @dst: the destination inode, i_rwsem and i_mmap_lock held exclusively
  * @pos: start of the range
  * @len: its length
  *
@@ -293,16 +298,25 @@ void btrfs_sf_note_remap(struct btrfs_inode *src, struct btrfs_inode *dst)
  */
 void btrfs_sf_dedupe_done(struct btrfs_inode *dst, u64 pos, u64 len)
 {
-	if (!btrfs_sf_inode_eligible(dst) || !dst->vfs_inode.i_mapping->nrpages)
+	/* Even with sharing switched off now: aliases made before remain. */
+	if (!dst->vfs_inode.i_mapping->nrpages)
 		return;
 	truncate_inode_pages_range(dst->vfs_inode.i_mapping,
 				   round_down(pos, PAGE_SIZE),
 				   round_up(pos + len, PAGE_SIZE) - 1);
 }
 
+/*
+ * Completion of a physical-folio read.  The read is issued for the extent
+ * cache's inode, not for the file whose read() started it: the
+ * asynchronous window's reads outlive that read(), and checksum
+ * verification and repair at completion use bbio->inode and its root.
+ * The extent-cache inode lives until btrfs_sf_exit(), which waits for
+ * these folios (they stay locked until here), so no file's eviction has to
+ * wait for the disk.
+ */
 static void btrfs_sf_end_read(struct btrfs_bio *bbio)
 {
-	struct btrfs_inode *inode = bbio->inode;
 	bool uptodate = !bbio->bio.bi_status;
 	struct folio_iter fi;
 
@@ -312,26 +326,11 @@ static void btrfs_sf_end_read(struct btrfs_bio *bbio)
 		folio_unlock(fi.folio);
 	}
 	bio_put(&bbio->bio);
-	/* wake_up_var() only hashes the address: the inode may be gone. */
-	if (atomic_dec_and_test(&inode->sf_reads))
-		wake_up_var(&inode->sf_reads);
-}
-
-/**
- * btrfs_sf_wait_reads() - wait for the extent-cache reads issued for @inode
- * @inode: an inode being evicted
- *
- * Context: process context; sleeps until the device completes them.
- */
-void btrfs_sf_wait_reads(struct btrfs_inode *inode)
-{
-	wait_var_event(&inode->sf_reads, !atomic_read(&inode->sf_reads));
 }
 
 struct btrfs_sf_bio {
 	struct btrfs_bio *bbio;
 	u64 next_bytenr;
-	u64 next_pos;
 };
 
 static void btrfs_sf_submit(struct btrfs_sf_bio *sb)
@@ -341,28 +340,28 @@ static void btrfs_sf_submit(struct btrfs_sf_bio *sb)
 	sb->bbio = NULL;
 }
 
-/* Queue the read of locked physical @folio at @bytenr, file offset @pos. */
-static void btrfs_sf_queue_read(struct btrfs_inode *inode, struct btrfs_sf_bio *sb,
-				struct folio *folio, u64 bytenr, u64 pos)
+/*
+ * Queue the read of locked physical @folio at @bytenr.  The bio belongs to
+ * the extent cache's inode, whose "file offset" is the logical address:
+ * repair and its messages then name the logical range.
+ */
+static void btrfs_sf_queue_read(struct btrfs_fs_info *fs_info, struct btrfs_sf_bio *sb,
+				struct folio *folio, u64 bytenr)
 {
-	struct btrfs_fs_info *fs_info = inode->root->fs_info;
-
-	/* One bio is contiguous on disk and in the file (for repair). */
-	if (sb->bbio && (bytenr != sb->next_bytenr || pos != sb->next_pos))
+	/* One bio is contiguous on disk. */
+	if (sb->bbio && bytenr != sb->next_bytenr)
 		btrfs_sf_submit(sb);
 	if (sb->bbio && !bio_add_folio(&sb->bbio->bio, folio, PAGE_SIZE, 0))
 		btrfs_sf_submit(sb);
 	if (!sb->bbio) {
 		sb->bbio = btrfs_bio_alloc(BIO_MAX_VECS, REQ_OP_READ, fs_info,
 					   btrfs_sf_end_read, NULL);
-		atomic_inc(&inode->sf_reads);	/* see btrfs_sf_end_read() */
 		sb->bbio->bio.bi_iter.bi_sector = bytenr >> SECTOR_SHIFT;
-		sb->bbio->inode = inode;
-		sb->bbio->file_offset = pos;
+		sb->bbio->inode = BTRFS_I(fs_info->sf_inode);
+		sb->bbio->file_offset = bytenr;
 		bio_add_folio_nofail(&sb->bbio->bio, folio, PAGE_SIZE, 0);
 	}
 	sb->next_bytenr = bytenr + PAGE_SIZE;
-	sb->next_pos = pos + PAGE_SIZE;
 }
 
 /*
@@ -383,11 +382,15 @@ static void btrfs_sf_get_physical(struct btrfs_inode *inode, struct btrfs_sf_bio
 again:
 	folio = filemap_get_folio(ec, ecidx);
 	if (IS_ERR(folio)) {
-		folio = filemap_alloc_folio(mapping_gfp_mask(ec), 0);
+		/*
+		 * As readahead allocates: earlier folios of the batch are locked
+		 * and not yet submitted, so no OOM and no retrying reclaim here.
+		 */
+		folio = filemap_alloc_folio(readahead_gfp_mask(ec), 0);
 		if (!folio)
 			return;
 		/* Locks it, puts it on the LRU, charges the reader's memcg. */
-		ret = filemap_add_folio(ec, folio, ecidx, mapping_gfp_mask(ec));
+		ret = filemap_add_folio(ec, folio, ecidx, readahead_gfp_mask(ec));
 		if (ret) {
 			folio_put(folio);
 			if (ret == -EEXIST)
@@ -408,8 +411,7 @@ again:
 	item->read = true;
 	if (mark)
 		folio_set_readahead(folio);
-	btrfs_sf_queue_read(inode, sb, folio, item->bytenr,
-			    (u64)item->index << PAGE_SHIFT);
+	btrfs_sf_queue_read(fs_info, sb, folio, item->bytenr);
 }
 
 struct btrfs_sf_batch {
@@ -434,6 +436,7 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 	struct address_space *mapping = inode->vfs_inode.i_mapping;
 	struct btrfs_sf_item *items = b->items;
 	struct extent_state *cached_state = NULL;
+	struct shared_folio_prealloc pa = { };
 	struct btrfs_sf_bio sb = { };
 	unsigned int nr = 0, i;
 	bool mark = !wait, share;
@@ -503,6 +506,9 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 
 		if (!folio)
 			continue;
+		/* Before the lock: see BTRFS_SF_LOCKED_GFP. */
+		if (wait)
+			shared_folio_prealloc(&pa, GFP_NOFS);
 		/* A killed reader stops waiting; the pages stay unshared. */
 		if (!wait || folio_lock_killable(folio)) {
 			folio_put(folio);
@@ -518,17 +524,19 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 		 * the page cache under the invalidate lock, which we hold.
 		 */
 		/*
-		 * Nothing under the physical folio lock waits for a memcg OOM or
-		 * retries reclaim: the transaction commit can wait for that lock
-		 * (btrfs_sf_invalidate_range()).  Should the allocations fail,
-		 * the page is read privately.  fs-verity may have been enabled
+		 * Nothing under the physical folio lock allocates with reclaim
+		 * or memcg throttling: readers of every sharer, migration and
+		 * the transaction commit (btrfs_sf_invalidate_range()) wait for
+		 * that lock.  Should the allocations fail, the page is read
+		 * privately.  fs-verity may have been enabled
 		 * since the entry check: its data is never shared.
 		 */
 		if (folio->mapping == fs_info->sf_inode->i_mapping &&
 		    folio_test_uptodate(folio) && !IS_VERITY(&inode->vfs_inode) &&
 		    ((loff_t)items[i].index << PAGE_SHIFT) < i_size_read(&inode->vfs_inode) &&
-		    shared_folio_attach(folio, &fs_info->sf_owner, BTRFS_SF_LOCKED_GFP) &&
-		    !shared_folio_add_alias(folio, mapping, items[i].index,
+		    shared_folio_attach(folio, &fs_info->sf_owner, &pa,
+					BTRFS_SF_LOCKED_GFP) &&
+		    !shared_folio_add_alias(folio, mapping, items[i].index, &pa,
 					    BTRFS_SF_LOCKED_GFP) &&
 		    !items[i].read)
 			b->hits++;
@@ -536,6 +544,7 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 		folio_put(folio);
 	}
 
+	shared_folio_prealloc_free(&pa);
 	btrfs_unlock_extent(&inode->io_tree, start, end, &cached_state);
 	filemap_invalidate_unlock_shared(mapping);
 }

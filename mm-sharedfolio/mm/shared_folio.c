@@ -97,17 +97,60 @@ static inline struct folio *sf_alias_to_folio(struct sf_alias *a)
 	return (struct folio *)&a->page;
 }
 
+/* Charged, like the aliases, to the memcg of the reader. */
+static struct shared_folio *sf_alloc_descriptor(gfp_t gfp)
+{
+	return kmalloc(sizeof(struct shared_folio),
+		       (gfp & GFP_RECLAIM_MASK) | __GFP_ACCOUNT);
+}
+
+/**
+ * shared_folio_prealloc() - allocate a descriptor and an alias in advance
+ * @pa: what is kept; only its empty slots are filled
+ * @gfp: allocation flags
+ *
+ * For a caller that will attach and add an alias under the physical folio
+ * lock: allocating there could enter reclaim or memcg throttling with the
+ * lock held, and readers of every sharer, the transaction commit of the
+ * filesystem and migration wait for that lock.  A slot left empty on
+ * failure is allocated with the gfp of the call that needs it.
+ */
+void shared_folio_prealloc(struct shared_folio_prealloc *pa, gfp_t gfp)
+{
+	if (!pa->sf)
+		pa->sf = sf_alloc_descriptor(gfp);
+	if (!pa->alias)
+		pa->alias = kmem_cache_zalloc(sf_alias_cache, gfp & GFP_RECLAIM_MASK);
+}
+EXPORT_SYMBOL_GPL(shared_folio_prealloc);
+
+/**
+ * shared_folio_prealloc_free() - free what shared_folio_prealloc() kept
+ * @pa: the preallocation; empty afterwards
+ */
+void shared_folio_prealloc_free(struct shared_folio_prealloc *pa)
+{
+	kfree(pa->sf);
+	if (pa->alias)
+		kmem_cache_free(sf_alias_cache, pa->alias);
+	pa->sf = NULL;
+	pa->alias = NULL;
+}
+EXPORT_SYMBOL_GPL(shared_folio_prealloc_free);
+
 /**
  * shared_folio_attach() - give a physical folio its shared-folio descriptor
  * @folio: locked folio in the filesystem's extent cache
  * @owner: the cache's counters
- * @gfp: allocation flags
+ * @pa: preallocated descriptor to use first, or NULL
+ * @gfp: allocation flags if @pa has none
  *
  * Context: process context, @folio locked.
  * Return: the descriptor (possibly already attached), or NULL on ENOMEM.
  */
 struct shared_folio *shared_folio_attach(struct folio *folio,
 					 struct shared_folio_owner *owner,
+					 struct shared_folio_prealloc *pa,
 					 gfp_t gfp)
 {
 	struct shared_folio *sf = folio_get_private(folio);
@@ -116,10 +159,14 @@ struct shared_folio *shared_folio_attach(struct folio *folio,
 	VM_WARN_ON_ONCE_FOLIO(folio_test_large(folio), folio);
 	if (sf)
 		return sf;
-	/* Charged, like the aliases, to the memcg of the reader. */
-	sf = kmalloc(sizeof(*sf), (gfp & GFP_RECLAIM_MASK) | __GFP_ACCOUNT);
-	if (!sf)
-		return NULL;
+	if (pa && pa->sf) {
+		sf = pa->sf;
+		pa->sf = NULL;
+	} else {
+		sf = sf_alloc_descriptor(gfp);
+		if (!sf)
+			return NULL;
+	}
 	spin_lock_init(&sf->lock);
 	sf->nr_aliases = 0;
 	INIT_LIST_HEAD(&sf->aliases);
@@ -151,6 +198,7 @@ EXPORT_SYMBOL_GPL(shared_folio_nr_aliases);
  * @folio: locked, uptodate physical folio with a descriptor attached
  * @mapping: the file's mapping
  * @index: where, in @mapping
+ * @pa: preallocated alias to use first, or NULL
  * @gfp: allocation flags (only the reclaim bits are used)
  *
  * The alias is inserted only into an empty slot (or over a shadow entry).
@@ -161,13 +209,14 @@ EXPORT_SYMBOL_GPL(shared_folio_nr_aliases);
  * @folio has max_sharing aliases, -EINVAL without a descriptor, -ENOMEM.
  */
 int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
-			   pgoff_t index, gfp_t gfp)
+			   pgoff_t index, struct shared_folio_prealloc *pa,
+			   gfp_t gfp)
 {
 	XA_STATE(xas, &mapping->i_pages, index);
 	struct shared_folio *sf = folio_get_private(folio);
+	unsigned long pfn = folio_pfn(folio);
 	struct folio *alias;
 	struct sf_alias *a;
-	unsigned int nr = 0;
 	void *entry;
 
 	VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(folio), folio);
@@ -178,9 +227,14 @@ int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
 		return -ENOSPC;
 
 	gfp &= GFP_RECLAIM_MASK;
-	a = kmem_cache_zalloc(sf_alias_cache, gfp);
-	if (!a)
-		return -ENOMEM;
+	if (pa && pa->alias) {
+		a = pa->alias;
+		pa->alias = NULL;
+	} else {
+		a = kmem_cache_zalloc(sf_alias_cache, gfp);
+		if (!a)
+			return -ENOMEM;
+	}
 	/*
 	 * Only the links that page_zone() and page_to_nid() read: no page
 	 * flag, and none of the LRU generation, refs or cpupid bits of the
@@ -191,7 +245,7 @@ int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
 					(SECTIONS_MASK << SECTIONS_PGSHIFT));
 	set_page_count(&a->page, 1);
 	atomic_set(&a->page._mapcount, -1);
-	a->pfn = folio_pfn(folio);
+	a->pfn = pfn;
 	a->folio = folio;
 	a->sf = sf;
 	INIT_LIST_HEAD(&a->node);
@@ -215,10 +269,16 @@ int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
 		mapping->nrpages++;
 		spin_lock(&sf->lock);
 		list_add_tail(&a->node, &sf->aliases);
-		nr = ++sf->nr_aliases;
+		++sf->nr_aliases;
 		spin_unlock(&sf->lock);
 		atomic_long_inc(&sf->owner->nr_aliases);
 		__node_stat_mod_folio(folio, NR_SHARED_FOLIO_ALIAS, 1);
+		/*
+		 * Under the xa_lock: once it is dropped, the alias (unlocked,
+		 * referenced only by the page cache) may be removed and freed.
+		 */
+		trace_mm_filemap_add_to_page_cache(alias);
+		trace_shared_folio_share(mapping, index, pfn, sf->nr_aliases);
 unlock:
 		xas_unlock_irq(&xas);
 	} while (xas_nomem(&xas, gfp));
@@ -229,8 +289,6 @@ unlock:
 		kmem_cache_free(sf_alias_cache, a);
 		return xas_error(&xas);
 	}
-	trace_mm_filemap_add_to_page_cache(alias);
-	trace_shared_folio_share(mapping, index, a->pfn, nr);
 	return 0;
 }
 EXPORT_SYMBOL_GPL(shared_folio_add_alias);
@@ -325,7 +383,7 @@ static enum sf_next sf_next_alias(struct shared_folio *sf, struct folio **aliasp
 unsigned int shared_folio_detach_aliases(struct folio *folio, bool sync)
 {
 	struct shared_folio *sf = folio_get_private(folio);
-	unsigned int detached = 0, n;
+	unsigned int detached = 0, spins = 0, n;
 	struct folio *alias;
 
 	VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(folio), folio);
@@ -362,7 +420,13 @@ unsigned int shared_folio_detach_aliases(struct folio *folio, bool sync)
 		}
 		if (!sync)
 			break;
-		/* Only frozen aliases can be left: their removal is imminent. */
+		/*
+		 * Only frozen aliases can be left: their removal is imminent.
+		 * One that stays (a refcount bug elsewhere, see sf_alias_free())
+		 * must not hang the caller for ever.
+		 */
+		if (WARN_ON_ONCE(++spins > 100000))
+			break;
 		cond_resched();
 	}
 out:

@@ -106,7 +106,7 @@ static struct folio *sf_test_physical(struct kunit *test, pgoff_t index, int c)
 						index, GFP_KERNEL), 0);
 	memset(folio_address(folio), c, PAGE_SIZE);
 	folio_mark_uptodate(folio);
-	KUNIT_ASSERT_NOT_NULL(test, shared_folio_attach(folio, &ctx->owner,
+	KUNIT_ASSERT_NOT_NULL(test, shared_folio_attach(folio, &ctx->owner, NULL,
 							GFP_KERNEL));
 	lru_add_drain();
 	return folio;
@@ -131,8 +131,8 @@ static void sf_test_alias_resolves_to_physical(struct kunit *test)
 	struct folio *alias;
 	void *p;
 
-	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map, 3, GFP_KERNEL), 0);
-	KUNIT_EXPECT_EQ(test, shared_folio_add_alias(folio, map, 3, GFP_KERNEL),
+	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map, 3, NULL, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, shared_folio_add_alias(folio, map, 3, NULL, GFP_KERNEL),
 			-EEXIST);
 	folio_unlock(folio);
 
@@ -174,7 +174,7 @@ static void sf_test_truncate_frees_alias(struct kunit *test)
 
 	for (i = 0; i < SF_TEST_FILES; i++)
 		KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio,
-				sf_test_map(test, i), 7, GFP_KERNEL), 0);
+				sf_test_map(test, i), 7, NULL, GFP_KERNEL), 0);
 	folio_unlock(folio);
 	KUNIT_EXPECT_EQ(test, shared_folio_nr_aliases(folio), SF_TEST_FILES);
 	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base + SF_TEST_FILES);
@@ -210,8 +210,8 @@ static void sf_test_unshare_on_write(struct kunit *test)
 	int base = folio_ref_count(folio);
 	struct folio *priv, *other;
 
-	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map0, 4, GFP_KERNEL), 0);
-	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map1, 4, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map0, 4, NULL, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map1, 4, NULL, GFP_KERNEL), 0);
 	folio_unlock(folio);
 
 	priv = __filemap_get_folio(map0, 4, FGP_LOCK | FGP_WRITE, GFP_KERNEL);
@@ -254,7 +254,7 @@ static void sf_test_release_detaches_all(struct kunit *test)
 
 	for (i = 0; i < SF_TEST_FILES; i++)
 		KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio,
-				sf_test_map(test, i), i, GFP_KERNEL), 0);
+				sf_test_map(test, i), i, NULL, GFP_KERNEL), 0);
 	KUNIT_EXPECT_TRUE(test, shared_folio_release(folio));
 	KUNIT_EXPECT_FALSE(test, folio_test_private(folio));
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->owner.nr_reclaims), SF_TEST_FILES);
@@ -277,7 +277,7 @@ static void sf_test_busy_alias_pins_physical(struct kunit *test)
 	int base = folio_ref_count(folio);
 	struct folio *alias;
 
-	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map, 9, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map, 9, NULL, GFP_KERNEL), 0);
 	folio_unlock(folio);
 	alias = filemap_get_folio(map, 9);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(alias));
@@ -302,7 +302,7 @@ static void sf_test_mark_accessed_physical(struct kunit *test)
 	struct address_space *map = sf_test_map(test, 2);
 	struct folio *alias;
 
-	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map, 0, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map, 0, NULL, GFP_KERNEL), 0);
 	folio_unlock(folio);
 	folio_clear_referenced(folio);
 	alias = filemap_get_folio(map, 0);
@@ -355,7 +355,7 @@ static void sf_test_freed_alias_outlives_rcu_reader(struct kunit *test)
 		kunit_skip(test, "needs a second CPU to truncate on");
 	}
 	init_completion(&tr.done);
-	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map, 3, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map, 3, NULL, GFP_KERNEL), 0);
 	folio_unlock(folio);
 	t = kthread_create(sf_test_truncate_fn, &tr, "sf-test-truncate");
 	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
@@ -423,7 +423,7 @@ static void sf_test_release_with_locked_aliases(struct kunit *test)
 	}
 	for (i = 0; i < SF_TEST_FILES; i++)
 		KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio,
-				sf_test_map(test, i), 1, GFP_KERNEL), 0);
+				sf_test_map(test, i), 1, NULL, GFP_KERNEL), 0);
 	folio_unlock(folio);
 	a0 = filemap_lock_folio(sf_test_map(test, 0), 1);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(a0));
@@ -466,7 +466,7 @@ static void sf_test_invalidate_waits_for_frozen_alias(struct kunit *test)
 	struct task_struct *t;
 	struct folio *alias;
 
-	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map, 2, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map, 2, NULL, GFP_KERNEL), 0);
 	folio_unlock(folio);
 	alias = filemap_lock_folio(map, 2);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(alias));
@@ -504,7 +504,7 @@ static void sf_test_alias_accounting(struct kunit *test)
 			!is_vmalloc_addr(&stack_copy) &&
 			(unsigned long)&stack_copy < (unsigned long)high_memory);
 	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, sf_test_map(test, 0),
-						     8, GFP_KERNEL), 0);
+						     8, NULL, GFP_KERNEL), 0);
 	folio_unlock(folio);
 	alias = filemap_get_folio(sf_test_map(test, 0), 8);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(alias));
@@ -514,6 +514,24 @@ static void sf_test_alias_accounting(struct kunit *test)
 			~((ZONES_MASK << ZONES_PGSHIFT) | (NODES_MASK << NODES_PGSHIFT)),
 			0);
 	KUNIT_EXPECT_PTR_EQ(test, folio_zone(alias), folio_zone(folio));
+
+	/* A preallocated alias is used first; what is left is freed. */
+	{
+		struct shared_folio_prealloc pa = { };
+
+		shared_folio_prealloc(&pa, GFP_KERNEL);
+		KUNIT_ASSERT_NOT_NULL(test, pa.alias);
+		KUNIT_ASSERT_NOT_NULL(test, pa.sf);
+		folio_lock(folio);
+		KUNIT_EXPECT_EQ(test, shared_folio_add_alias(folio, sf_test_map(test, 1),
+							     8, &pa, GFP_NOWAIT), 0);
+		folio_unlock(folio);
+		KUNIT_EXPECT_NULL(test, pa.alias);
+		KUNIT_EXPECT_NOT_NULL(test, pa.sf);	/* already attached */
+		KUNIT_EXPECT_EQ(test, shared_folio_nr_aliases(folio), 2);
+		shared_folio_prealloc_free(&pa);
+		KUNIT_EXPECT_NULL(test, pa.sf);
+	}
 	if (IS_ENABLED(CONFIG_MEMCG))
 		KUNIT_EXPECT_TRUE(test, virt_to_slab(folio_sf_alias(alias))->slab_cache->flags &
 				  SLAB_ACCOUNT);

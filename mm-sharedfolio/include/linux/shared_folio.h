@@ -111,11 +111,25 @@ static inline struct folio *sf_alias_physical(const struct folio *alias)
 	return folio_sf_alias(alias)->folio;
 }
 
+/**
+ * struct shared_folio_prealloc - allocations made before the folio lock
+ * @sf: a descriptor for shared_folio_attach()
+ * @alias: an alias for shared_folio_add_alias()
+ */
+struct shared_folio_prealloc {
+	struct shared_folio *sf;
+	struct sf_alias *alias;
+};
+
+void shared_folio_prealloc(struct shared_folio_prealloc *pa, gfp_t gfp);
+void shared_folio_prealloc_free(struct shared_folio_prealloc *pa);
 struct shared_folio *shared_folio_attach(struct folio *folio,
 					 struct shared_folio_owner *owner,
+					 struct shared_folio_prealloc *pa,
 					 gfp_t gfp);
 int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
-			   pgoff_t index, gfp_t gfp);
+			   pgoff_t index, struct shared_folio_prealloc *pa,
+			   gfp_t gfp);
 unsigned int shared_folio_detach_aliases(struct folio *folio, bool sync);
 bool shared_folio_release(struct folio *folio);
 void shared_folio_invalidate(struct folio *folio, size_t offset, size_t len);
