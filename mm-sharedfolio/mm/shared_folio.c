@@ -74,6 +74,8 @@
 #include <linux/dax.h>
 #include <linux/shmem_fs.h>
 #include <linux/moduleparam.h>
+#include <linux/list_lru.h>
+#include <linux/shrinker.h>
 #include <linux/shared_folio.h>
 #include "internal.h"
 
@@ -83,6 +85,19 @@
 #include <trace/events/filemap.h>
 
 static struct kmem_cache *sf_alias_cache __ro_after_init;
+
+/*
+ * Aliases are charged to the memcg of the reader that creates them, but are
+ * on no LRU and keep their inode off the inode LRU: without this list and
+ * its shrinker only the reclaim of the physical folio (global, or of the
+ * memcg that owns it) would free them, and a memcg reading what another
+ * memcg cached could not reclaim its own aliases.  An alias is on the list
+ * exactly while it is in a mapping: added and removed under the mapping's
+ * xa_lock (the list lock nests inside it, as for the workingset's shadow
+ * nodes), so holding the list lock pins an alias on it, its mapping and
+ * its inode.
+ */
+static struct list_lru sf_alias_lru;
 
 /*
  * Cap on aliases per physical folio, as KSM's max_page_sharing bounds its
@@ -95,6 +110,13 @@ MODULE_PARM_DESC(max_sharing, "maximum aliases of one shared folio");
 static inline struct folio *sf_alias_to_folio(struct sf_alias *a)
 {
 	return (struct folio *)&a->page;
+}
+
+/* Charged to the reader's memcg, with that memcg's part of the alias LRU. */
+static struct sf_alias *sf_alloc_alias(gfp_t gfp)
+{
+	return kmem_cache_alloc_lru(sf_alias_cache, &sf_alias_lru,
+				    (gfp & GFP_RECLAIM_MASK) | __GFP_ZERO);
 }
 
 /* Charged, like the aliases, to the memcg of the reader. */
@@ -120,7 +142,7 @@ void shared_folio_prealloc(struct shared_folio_prealloc *pa, gfp_t gfp)
 	if (!pa->sf)
 		pa->sf = sf_alloc_descriptor(gfp);
 	if (!pa->alias)
-		pa->alias = kmem_cache_zalloc(sf_alias_cache, gfp & GFP_RECLAIM_MASK);
+		pa->alias = sf_alloc_alias(gfp);
 }
 EXPORT_SYMBOL_GPL(shared_folio_prealloc);
 
@@ -231,7 +253,7 @@ int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
 		a = pa->alias;
 		pa->alias = NULL;
 	} else {
-		a = kmem_cache_zalloc(sf_alias_cache, gfp);
+		a = sf_alloc_alias(gfp);
 		if (!a)
 			return -ENOMEM;
 	}
@@ -249,6 +271,7 @@ int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
 	a->folio = folio;
 	a->sf = sf;
 	INIT_LIST_HEAD(&a->node);
+	INIT_LIST_HEAD(&a->lru);
 	alias = sf_alias_to_folio(a);
 	alias->mapping = mapping;
 	alias->index = index;
@@ -273,6 +296,7 @@ int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
 		spin_unlock(&sf->lock);
 		atomic_long_inc(&sf->owner->nr_aliases);
 		__node_stat_mod_folio(folio, NR_SHARED_FOLIO_ALIAS, 1);
+		list_lru_add_obj(&sf_alias_lru, &a->lru);
 		/*
 		 * Under the xa_lock: once it is dropped, the alias (unlocked,
 		 * referenced only by the page cache) may be removed and freed.
@@ -306,6 +330,7 @@ void sf_alias_unaccount(struct folio *alias)
 	if (WARN_ON_ONCE(!sf))
 		return;
 	atomic_long_dec(&sf->owner->nr_aliases);
+	list_lru_del_obj(&sf_alias_lru, &a->lru);
 	spin_lock(&sf->lock);
 	list_del_init(&a->node);
 	sf->nr_aliases--;
@@ -383,7 +408,8 @@ static enum sf_next sf_next_alias(struct shared_folio *sf, struct folio **aliasp
 unsigned int shared_folio_detach_aliases(struct folio *folio, bool sync)
 {
 	struct shared_folio *sf = folio_get_private(folio);
-	unsigned int detached = 0, spins = 0, n;
+	unsigned int detached = 0, n;
+	unsigned long deadline = 0;
 	struct folio *alias;
 
 	VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(folio), folio);
@@ -425,7 +451,9 @@ unsigned int shared_folio_detach_aliases(struct folio *folio, bool sync)
 		 * One that stays (a refcount bug elsewhere, see sf_alias_free())
 		 * must not hang the caller for ever.
 		 */
-		if (WARN_ON_ONCE(++spins > 100000))
+		if (!deadline)
+			deadline = jiffies + 10 * HZ;
+		else if (WARN_ON_ONCE(time_after(jiffies, deadline)))
 			break;
 		cond_resched();
 	}
@@ -441,14 +469,18 @@ EXPORT_SYMBOL_GPL(shared_folio_detach_aliases);
 static void shared_folio_free_descriptor(struct folio *folio)
 {
 	struct shared_folio *sf = folio_detach_private(folio);
+	bool busy;
 
 	/* Wait out a sf_alias_unaccount() that has not dropped the lock. */
 	spin_lock_irq(&sf->lock);
-	WARN_ON_ONCE(sf->nr_aliases || !list_empty(&sf->aliases));
+	busy = sf->nr_aliases || !list_empty(&sf->aliases);
 	spin_unlock_irq(&sf->lock);
 	atomic_long_dec(&sf->owner->nr_folios);
-	kfree(sf);
 	node_stat_mod_folio(folio, NR_SHARED_FOLIO, -1);
+	/* An alias still linked would unlink itself from freed memory. */
+	if (WARN_ON_ONCE(busy))
+		return;		/* leak rather than corrupt */
+	kfree(sf);
 }
 
 /**
@@ -588,13 +620,84 @@ nomem:
 }
 EXPORT_SYMBOL_GPL(shared_folio_unshare);
 
+/*
+ * Called with the list lock held and interrupts off.  The alias is in its
+ * mapping (see sf_alias_lru), so it has the page cache's reference; take
+ * it off the list and evict it as fadvise(DONTNEED) would, or put it back
+ * if it is busy.
+ */
+static enum lru_status sf_alias_lru_isolate(struct list_head *item,
+					    struct list_lru_one *lru,
+					    spinlock_t *lru_lock, void *arg)
+	__must_hold(lru_lock)
+{
+	struct sf_alias *a = container_of(item, struct sf_alias, lru);
+	struct folio *alias = sf_alias_to_folio(a);
+	struct shared_folio_owner *owner;
+	struct address_space *mapping;
+	bool evicted;
+
+	/* Frozen by a remover, or locked: leave it to whoever has it. */
+	if (!folio_try_get(alias))
+		return LRU_SKIP;
+	if (!folio_trylock(alias)) {
+		folio_put(alias);	/* not the last: the page cache has one */
+		return LRU_SKIP;
+	}
+	list_lru_isolate(lru, item);
+	spin_unlock_irq(lru_lock);
+
+	/* The alias lock keeps it in its mapping and the inode alive. */
+	mapping = alias->mapping;
+	owner = a->sf->owner;
+	evicted = mapping_evict_folio(mapping, alias);
+	if (evicted) {
+		count_vm_event(SHARED_FOLIO_RECLAIM);
+		atomic_long_inc(&owner->nr_reclaims);
+	} else {
+		/* Busy (a reader holds it): back on the list. */
+		local_irq_disable();
+		list_lru_add_obj(&sf_alias_lru, &a->lru);
+		local_irq_enable();
+	}
+	folio_unlock(alias);
+	folio_put(alias);
+	cond_resched();
+	spin_lock_irq(lru_lock);
+	return LRU_REMOVED_RETRY;
+}
+
+static unsigned long sf_alias_count(struct shrinker *shrinker,
+				    struct shrink_control *sc)
+{
+	return list_lru_shrink_count(&sf_alias_lru, sc);
+}
+
+static unsigned long sf_alias_scan(struct shrinker *shrinker,
+				   struct shrink_control *sc)
+{
+	/* The list lock nests inside the IRQ-safe i_pages lock. */
+	return list_lru_shrink_walk_irq(&sf_alias_lru, sc, sf_alias_lru_isolate,
+					NULL);
+}
+
 static int __init shared_folio_init(void)
 {
+	struct shrinker *shrinker;
+
 	/* __page_to_pfn() reads the PFN right after the alias's struct page. */
 	BUILD_BUG_ON(offsetof(struct sf_alias, pfn) != sizeof(struct page));
 	/* Aliases are charged to the memcg of the reader that creates them. */
 	sf_alias_cache = KMEM_CACHE(sf_alias, SLAB_PANIC | SLAB_NO_MERGE |
 				    SLAB_ACCOUNT);
+	shrinker = shrinker_alloc(SHRINKER_NUMA_AWARE | SHRINKER_MEMCG_AWARE,
+				  "sf-alias");
+	if (!shrinker || list_lru_init_memcg(&sf_alias_lru, shrinker))
+		panic("shared folios: cannot set up the alias shrinker\n");
+	shrinker->count_objects = sf_alias_count;
+	shrinker->scan_objects = sf_alias_scan;
+	shrinker->seeks = DEFAULT_SEEKS;
+	shrinker_register(shrinker);
 	return 0;
 }
 subsys_initcall(shared_folio_init);

@@ -62,6 +62,8 @@ struct shared_folio {
  * @sf: the descriptor of @folio, valid while @node is linked
  * @node: entry on @sf->aliases while the alias is in a mapping
  * @rcu: frees the alias a grace period after its last reference went
+ * @lru: entry on the memcg-aware alias LRU while the alias is in a mapping,
+ *       so that the memcg it is charged to can reclaim it
  *
  * Lockless page-cache lookups (find_get_entry(), filemap_get_read_batch(),
  * next_uptodate_folio(), ...) may still hold a pointer to an alias that was
@@ -79,6 +81,7 @@ struct sf_alias {
 		struct list_head node;
 		struct rcu_head rcu;	/* after @node is unlinked */
 	};
+	struct list_head lru;
 };
 
 /*
