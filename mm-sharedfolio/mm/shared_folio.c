@@ -98,6 +98,8 @@ static struct kmem_cache *sf_alias_cache __ro_after_init;
  * its inode.
  */
 static struct list_lru sf_alias_lru;
+/* Its own lock class: the list lock nests in the IRQ-safe i_pages lock. */
+static struct lock_class_key sf_alias_lru_key;
 
 /*
  * Cap on aliases per physical folio, as KSM's max_page_sharing bounds its
@@ -327,10 +329,10 @@ void sf_alias_unaccount(struct folio *alias)
 	struct sf_alias *a = folio_sf_alias(alias);
 	struct shared_folio *sf = a->sf;
 
+	list_lru_del_obj(&sf_alias_lru, &a->lru);
 	if (WARN_ON_ONCE(!sf))
 		return;
 	atomic_long_dec(&sf->owner->nr_aliases);
-	list_lru_del_obj(&sf_alias_lru, &a->lru);
 	spin_lock(&sf->lock);
 	list_del_init(&a->node);
 	sf->nr_aliases--;
@@ -352,7 +354,7 @@ void sf_alias_free(struct folio *alias)
 {
 	struct sf_alias *a = folio_sf_alias(alias);
 
-	if (WARN_ON_ONCE(a->sf || alias->mapping)) {
+	if (WARN_ON_ONCE(a->sf || alias->mapping || !list_empty(&a->lru))) {
 		/* Freed while still in a mapping: a refcount bug elsewhere. */
 		dump_page(&a->page, "shared folio alias freed while in a mapping");
 		return;	/* leak rather than corrupt */
@@ -633,16 +635,18 @@ static enum lru_status sf_alias_lru_isolate(struct list_head *item,
 {
 	struct sf_alias *a = container_of(item, struct sf_alias, lru);
 	struct folio *alias = sf_alias_to_folio(a);
+	unsigned long *freed = arg;
 	struct shared_folio_owner *owner;
 	struct address_space *mapping;
 	bool evicted;
 
-	/* Frozen by a remover, or locked: leave it to whoever has it. */
+	/* Frozen: its remover is about to take it off the list. */
 	if (!folio_try_get(alias))
 		return LRU_SKIP;
+	/* Locked: in use; look at the others first. */
 	if (!folio_trylock(alias)) {
 		folio_put(alias);	/* not the last: the page cache has one */
-		return LRU_SKIP;
+		return LRU_ROTATE;
 	}
 	list_lru_isolate(lru, item);
 	spin_unlock_irq(lru_lock);
@@ -650,15 +654,24 @@ static enum lru_status sf_alias_lru_isolate(struct list_head *item,
 	/* The alias lock keeps it in its mapping and the inode alive. */
 	mapping = alias->mapping;
 	owner = a->sf->owner;
+	/*
+	 * Once evicted, nothing pins @mapping's inode or its filesystem (and
+	 * @owner with it) any more: count first, undo if it stays.
+	 */
+	atomic_long_inc(&owner->nr_reclaims);
 	evicted = mapping_evict_folio(mapping, alias);
 	if (evicted) {
 		count_vm_event(SHARED_FOLIO_RECLAIM);
-		atomic_long_inc(&owner->nr_reclaims);
+		(*freed)++;
 	} else {
-		/* Busy (a reader holds it): back on the list. */
-		local_irq_disable();
+		atomic_long_dec(&owner->nr_reclaims);
+		/*
+		 * Busy (a reader holds it): back on the list, under the
+		 * xa_lock as every insertion; it is still in @mapping.
+		 */
+		xa_lock_irq(&mapping->i_pages);
 		list_lru_add_obj(&sf_alias_lru, &a->lru);
-		local_irq_enable();
+		xa_unlock_irq(&mapping->i_pages);
 	}
 	folio_unlock(alias);
 	folio_put(alias);
@@ -670,15 +683,17 @@ static enum lru_status sf_alias_lru_isolate(struct list_head *item,
 static unsigned long sf_alias_count(struct shrinker *shrinker,
 				    struct shrink_control *sc)
 {
-	return list_lru_shrink_count(&sf_alias_lru, sc);
+	return list_lru_shrink_count(&sf_alias_lru, sc) ?: SHRINK_EMPTY;
 }
 
 static unsigned long sf_alias_scan(struct shrinker *shrinker,
 				   struct shrink_control *sc)
 {
+	unsigned long freed = 0;
+
 	/* The list lock nests inside the IRQ-safe i_pages lock. */
-	return list_lru_shrink_walk_irq(&sf_alias_lru, sc, sf_alias_lru_isolate,
-					NULL);
+	list_lru_shrink_walk_irq(&sf_alias_lru, sc, sf_alias_lru_isolate, &freed);
+	return freed;
 }
 
 static int __init shared_folio_init(void)
@@ -692,7 +707,8 @@ static int __init shared_folio_init(void)
 				    SLAB_ACCOUNT);
 	shrinker = shrinker_alloc(SHRINKER_NUMA_AWARE | SHRINKER_MEMCG_AWARE,
 				  "sf-alias");
-	if (!shrinker || list_lru_init_memcg(&sf_alias_lru, shrinker))
+	if (!shrinker ||
+	    __list_lru_init(&sf_alias_lru, true, &sf_alias_lru_key, shrinker))
 		panic("shared folios: cannot set up the alias shrinker\n");
 	shrinker->count_objects = sf_alias_count;
 	shrinker->scan_objects = sf_alias_scan;
