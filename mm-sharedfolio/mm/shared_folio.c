@@ -51,8 +51,12 @@
  *       mapping->host->i_lock      (filemap_remove_folio)
  *         mapping->i_pages xa_lock (insert, delete, replace)
  *           sf->lock               (the alias list; irq-safe)
+ *           sf_alias_lru lock      (the memcg-aware alias LRU)
  *
- * Nothing takes a physical folio lock while holding an alias lock.
+ * Nothing takes a physical folio lock while holding an alias lock, and
+ * nothing allocates with reclaim under either (see shared_folio_prealloc()).
+ * The alias shrinker holds the LRU lock and only try-gets and try-locks an
+ * alias; it drops the LRU lock before it evicts.
  *
  * Reference counts:
  *
