@@ -479,7 +479,11 @@ static void sf_test_invalidate_waits_for_frozen_alias(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, completion_done(&tr.done));
 	KUNIT_EXPECT_TRUE(test, folio_test_private(folio));
 	/* ...then remove it from the mapping, which unlinks it. */
-	filemap_remove_folio(alias);
+	spin_lock(&map->host->i_lock);
+	xa_lock_irq(&map->i_pages);
+	__filemap_remove_folio(alias, NULL);
+	xa_unlock_irq(&map->i_pages);
+	spin_unlock(&map->host->i_lock);
 	folio_ref_unfreeze(alias, 1);
 	folio_unlock(alias);
 	folio_put(alias);
