@@ -25,6 +25,23 @@ import drgn
 START_KERNEL_MAP = 0xffffffff80000000
 DEFAULT_PAGE_OFFSET = 0xffff888000000000
 PAGE = 4096
+ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+
+
+def default_vmlinux():
+    """The vmlinux when none is given: $SF_VMLINUX if it exists (qemu/run
+    sets it in the guest to the vmlinux built with the booted bzImage; the
+    harness may set it on the host), else the patched flavour's, from
+    qemu/lib.sh, where the build layout is defined.  None if neither."""
+    p = os.environ.get("SF_VMLINUX")
+    if p and os.path.exists(p):
+        return p
+    try:
+        p = subprocess.run(["bash", "-c", '. "$1/qemu/lib.sh" && sf_vmlinux patched', "-", ROOT],
+                           check=True, capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return p or None
 
 
 def kcore(vmlinux):
