@@ -1,14 +1,15 @@
 # Shared folios for shared btrfs extents: build, boot, test, measure.
 # See README.md.  Every target installs what it needs (qemu/deps).
+#
+# Kernels are built by qemu/kbuild FLAVOUR, which prints the bzImage's path
+# on stdout; the recipes boot what it prints.  Where things are is defined
+# once, in qemu/lib.sh.  Knobs reach the guest only through qemu/run --env.
 
 SHELL := /bin/bash
-ROOT := $(CURDIR)
-BZ_PATCHED := build/obj-patched/arch/x86/boot/bzImage
-BZ_STOCK := build/obj-stock/arch/x86/boot/bzImage
-BZ_DEBUG := build/obj-debug/arch/x86/boot/bzImage
 
 .PHONY: all deps kernel stock debug demo check check-host check-guest \
-	check-debug soak bench bench-drgn sync check-sync checkpatch bisect clean distclean help
+	check-debug soak bench bench-drgn sync check-sync checkpatch bisect dev-tree \
+	clean distclean help
 
 all: kernel
 
@@ -19,74 +20,79 @@ help:
 deps:
 	@qemu/deps
 
-## kernel      build the patched guest kernel (build/obj-patched)
+## kernel      build the patched guest kernel; prints its bzImage
 kernel: deps
-	@qemu/kbuild patched >/dev/null
+	@bz=$$(qemu/kbuild patched) && echo "kernel: $$bz"
 
-## stock       build the same config without the series (build/obj-stock)
+## stock       build the same config without the series
 stock: deps
-	@qemu/kbuild stock >/dev/null
+	@bz=$$(qemu/kbuild stock) && echo "stock: $$bz"
 
 ## debug       build the debug flavour (KASAN, lockdep, DEBUG_VM, kmemleak)
 debug: deps
-	@qemu/kbuild debug >/dev/null
+	@bz=$$(qemu/kbuild debug) && echo "debug: $$bz"
 
-## demo        build, boot, and show what sharing does (the main job)
-demo: kernel
-	@qemu/run -k $(BZ_PATCHED) -t 1800 --disk 4G -- qemu/demo
+## demo        build, boot, and show what sharing does (the main job);
+##             DEMO_N sharers (8) of a DEMO_MIB MiB file (128)
+demo: deps
+	@bz=$$(qemu/kbuild patched) && \
+	qemu/run -k "$$bz" -t 1800 --disk 4G --env DEMO_N --env DEMO_MIB -- qemu/demo
 
-## check       build and run the tests; last line "N passed, N failed"
-check: kernel check-sync
-	@tests/run -k $(BZ_PATCHED)
+## check       check-sync, then build and run the tests; last line "N passed, N failed"
+check: check-sync deps
+	@bz=$$(qemu/kbuild patched) && tests/run -k "$$bz"
 
-check-host: kernel
-	@tests/run -k $(BZ_PATCHED) --host-only
+check-host: deps
+	@bz=$$(qemu/kbuild patched) && tests/run -k "$$bz" --host-only
 
-check-guest: kernel
-	@tests/run -k $(BZ_PATCHED) --guest-only
+check-guest: deps
+	@bz=$$(qemu/kbuild patched) && tests/run -k "$$bz" --guest-only
 
 ## check-debug the guest suite and the model checker on the debug kernel;
 ##             fails on any KASAN, lockdep, VM_BUG, WARN or kmemleak report;
 ##             DEBUG_CASES='026* 090*' runs only those cases
 DEBUG_SFX_OPS ?= 10000
 DEBUG_CASES ?=
-check-debug: debug
-	@rc=0; SF_CASE_TIMEOUT=5400 SF_SUITE_TIMEOUT=14400 SFX_OPS=$(DEBUG_SFX_OPS) \
-		tests/run -k $(BZ_DEBUG) --guest-only $(DEBUG_CASES) || rc=1; \
+check-debug: deps
+	@bz=$$(qemu/kbuild debug) || exit 1; rc=0; \
+	SF_CASE_TIMEOUT=5400 SF_SUITE_TIMEOUT=14400 SFX_OPS=$(DEBUG_SFX_OPS) \
+		tests/run -k "$$bz" --guest-only $(DEBUG_CASES) || rc=1; \
 	tests/debug-scan build/test-logs/guest-dmesg.log || rc=1; exit $$rc
 
 ## soak        model checker soak: SOAK_OPS (10,000,000) operations, ops/s; SOAK_SECONDS and SOAK_RESUME=DIR run it in segments
-soak: kernel
-	@tests/soak -k $(BZ_PATCHED)
+soak: deps
+	@bz=$$(qemu/kbuild patched) && tests/soak -k "$$bz"
 
 ## bench       benchmarks, patched against stock in the same run
-bench: kernel stock
-	@tests/bench/run $(BZ_STOCK) $(BZ_PATCHED)
+bench: deps
+	@s=$$(qemu/kbuild stock) && p=$$(qemu/kbuild patched) && tests/bench/run "$$s" "$$p"
 
 ## bench-drgn  time live drgn looks over the gdbstub at 1 GiB of shared data
-bench-drgn: kernel
-	@tests/bench/drgn-live -k $(BZ_PATCHED)
+bench-drgn: deps
+	@bz=$$(qemu/kbuild patched) && tests/bench/drgn-live -k "$$bz"
 
-## sync        refresh mm-sharedfolio/ and fs-btrfs/ from the series
+## sync        rewrite mm-sharedfolio/ and fs-btrfs/ from the patch text (seconds)
 sync:
-	@qemu/sync-copies --write
+	@patches/tools/sync --write
 
-## check-sync  fail if mm-sharedfolio/ or fs-btrfs/ differ from the series
+## check-sync  fail if mm-sharedfolio/ or fs-btrfs/ differ from the patch text
 check-sync:
-	@qemu/sync-copies --check
+	@patches/tools/sync --check
 
-## checkpatch  run scripts/checkpatch.pl on every patch of the series
+## checkpatch  checkpatch.pl --strict on every patch, kernel-doc on the files it adds
 checkpatch: deps
-	@qemu/checkpatch
+	@patches/tools/checkpatch
 
-## bisect      build every prefix of the series (bisectability)
+## bisect      build every prefix of the series, CONFIG_SHARED_FOLIO on and off
 bisect: deps
-	@n=$$(grep -v '^\s*\(#\|$$\)' patches/series | grep -cv 'cover-letter'); \
-	for i in $$(seq 1 $$n); do qemu/kbuild -q prefix:$$i >/dev/null || exit 1; done; \
-	echo "all $$n prefixes of the series build"
+	@patches/tools/bisect
+
+## dev-tree    make build/dev (branch dev: base + the series) to develop the series in
+dev-tree: deps
+	@patches/tools/dev-tree
 
 clean:
-	rm -rf build/obj-* build/test-logs
+	rm -rf build/obj-* build/test-logs build/bisect
 
 distclean:
 	rm -rf build
