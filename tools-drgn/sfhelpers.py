@@ -280,17 +280,15 @@ def node_stat_exact(prog, name):
 
 
 def fs_counters(prog, fs_info):
-    """The per-filesystem counters shown in /sys/fs/btrfs/<uuid>/shared_folio/."""
-    o = fs_info.sf_owner
-    return {
-        "folios": o.nr_folios.counter.value_(),
-        "aliases": o.nr_aliases.counter.value_(),
-        "unshares": o.nr_unshares.counter.value_(),
-        "reclaims": o.nr_reclaims.counter.value_(),
-        "hits": fs_info.sf_hits.counter.value_(),
-        "misses": fs_info.sf_misses.counter.value_(),
-        "enabled": int(fs_info.sf_enabled.value_()),
-    }
+    """The per-filesystem counters shown in /sys/fs/btrfs/<uuid>/shared_folio/:
+    one structure, struct shared_folio_stats."""
+    st = fs_info.sf_stats
+    c = {f: getattr(st, f).counter.value_()
+         for f in ("folios", "aliases", "hits", "misses", "unshares", "reclaims")}
+    # shared_folio_bytes_saved()
+    c["bytes_saved"] = max(0, c["aliases"] - c["folios"]) << PAGE_SHIFT
+    c["enabled"] = int(fs_info.sf_enabled.value_())
+    return c
 
 
 def totals(prog):
