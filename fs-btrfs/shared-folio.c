@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
-/*
- * One page-cache copy for data that files share on disk.
+
+/**
+ * DOC: btrfs extent cache
  *
- * Reflink copies, snapshots and deduplicated ranges point at the same disk
- * extent; without this each file reads and caches its own copy.  Here each
+ * One page-cache copy for data that files share on disk.  Reflink copies,
+ * snapshots and deduplicated ranges point at the same disk extent; without
+ * this each file reads and caches its own copy.  Here each
  * filesystem has a hidden "extent cache" inode whose page cache is indexed
  * by logical address (disk bytenr >> PAGE_SHIFT).  Its folios are the
  * physical folios of mm/shared_folio.c: ordinary page-cache folios on the
@@ -34,16 +36,15 @@
  * block group is removed, the range is truncated from the extent cache,
  * which detaches every alias of it, before anything can reuse the space.
  *
- * Lock order: mapping->invalidate_lock (shared) -> file extent range lock
- * (io_tree) -> physical folio lock -> the mm's order (mm/shared_folio.c).
+ * Locks: populate takes the file's invalidate lock (shared), then its
+ * extent range lock, then physical folio locks; the rest of the order is
+ * the mm's ("Lock order" in mm/shared_folio.c).
  */
 #include <linux/fs.h>
 #include <linux/pagemap.h>
 #include <linux/shared_folio.h>
-#include <linux/fsverity.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
-#include <linux/vmstat.h>
 #include "ctree.h"
 #include "fs.h"
 #include "btrfs_inode.h"
@@ -423,6 +424,14 @@ struct btrfs_sf_batch {
 	bool marked;
 };
 
+/* Is page @index of @mapping in the page cache? */
+static bool btrfs_sf_cached(struct address_space *mapping, pgoff_t index)
+{
+	loff_t pos = (loff_t)index << PAGE_SHIFT;
+
+	return filemap_range_has_page(mapping, pos, pos + PAGE_SIZE - 1);
+}
+
 /*
  * Share the missing pages of [@first, @last] (at most BTRFS_SF_MAX_BATCH).
  * With @wait, wait for their physical folios and install aliases; without,
@@ -534,7 +543,7 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 		if (folio->mapping == fs_info->sf_inode->i_mapping &&
 		    folio_test_uptodate(folio) && !IS_VERITY(&inode->vfs_inode) &&
 		    ((loff_t)items[i].index << PAGE_SHIFT) < i_size_read(&inode->vfs_inode) &&
-		    shared_folio_attach(folio, &fs_info->sf_owner, &pa,
+		    shared_folio_attach(folio, &fs_info->sf_stats, &pa,
 					BTRFS_SF_LOCKED_GFP) &&
 		    !shared_folio_add_alias(folio, mapping, items[i].index, &pa,
 					    BTRFS_SF_LOCKED_GFP) &&
@@ -625,9 +634,7 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 	ra = 0;
 	if (b.marked)
 		ra = max(last + 1, b.marker + BTRFS_SF_WINDOW);
-	else if (b.read && (!first || filemap_range_has_page(mapping,
-				(loff_t)(first - 1) << PAGE_SHIFT,
-				((loff_t)first << PAGE_SHIFT) - 1)))
+	else if (b.read && (!first || btrfs_sf_cached(mapping, first - 1)))
 		ra = last + 1;
 	if (ra && ra <= eof && !fatal_signal_pending(current))
 		btrfs_sf_populate_batch(inode, ra,
@@ -636,14 +643,10 @@ out:
 	memalloc_nofs_restore(nofs);
 	kfree(b.items);
 
-	if (b.hits) {
-		count_vm_events(SHARED_FOLIO_HIT, b.hits);
-		atomic_long_add(b.hits, &fs_info->sf_hits);
-	}
-	if (b.misses) {
-		count_vm_events(SHARED_FOLIO_MISS, b.misses);
-		atomic_long_add(b.misses, &fs_info->sf_misses);
-	}
+	if (b.hits)
+		shared_folio_count_hits(&fs_info->sf_stats, b.hits);
+	if (b.misses)
+		shared_folio_count_misses(&fs_info->sf_stats, b.misses);
 }
 
 /**
@@ -668,97 +671,4 @@ void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info, u64 start, u64 len
 	if (!filemap_range_has_page(inode->i_mapping, lstart, lend))
 		return;
 	truncate_inode_pages_range(inode->i_mapping, lstart, lend);
-}
-
-/* sysfs: /sys/fs/btrfs/<uuid>/shared_folio/ */
-
-static struct btrfs_fs_info *btrfs_sf_kobj_fs_info(struct kobject *kobj)
-{
-	return container_of(kobj->parent, struct btrfs_fs_devices, fsid_kobj)->fs_info;
-}
-
-#define BTRFS_SF_COUNTER(_name, _expr)					\
-static ssize_t btrfs_sf_##_name##_show(struct kobject *kobj,		\
-				       struct kobj_attribute *a, char *buf) \
-{									\
-	struct btrfs_fs_info *fs_info = btrfs_sf_kobj_fs_info(kobj);	\
-									\
-	return sysfs_emit(buf, "%ld\n", (long)(_expr));			\
-}									\
-static struct kobj_attribute btrfs_sf_attr_##_name =			\
-	__ATTR(_name, 0444, btrfs_sf_##_name##_show, NULL)
-
-/* Physical folios with a descriptor ("shared"). */
-BTRFS_SF_COUNTER(folios, atomic_long_read(&fs_info->sf_owner.nr_folios));
-/* Aliases in file mappings ("sharing"). */
-BTRFS_SF_COUNTER(aliases, atomic_long_read(&fs_info->sf_owner.nr_aliases));
-/* Aliases installed on a folio already in memory: no disk read. */
-BTRFS_SF_COUNTER(hits, atomic_long_read(&fs_info->sf_hits));
-/* Aliases installed after reading the physical folio from disk. */
-BTRFS_SF_COUNTER(misses, atomic_long_read(&fs_info->sf_misses));
-/* Aliases replaced by a private copy before a write or a fault. */
-BTRFS_SF_COUNTER(unshares, atomic_long_read(&fs_info->sf_owner.nr_unshares));
-/* Aliases detached so their physical folio could be freed. */
-BTRFS_SF_COUNTER(reclaims, atomic_long_read(&fs_info->sf_owner.nr_reclaims));
-/* Page cache that N private copies would need beyond what is used. */
-BTRFS_SF_COUNTER(bytes_saved,
-		 max(0L, atomic_long_read(&fs_info->sf_owner.nr_aliases) -
-			 atomic_long_read(&fs_info->sf_owner.nr_folios)) * PAGE_SIZE);
-
-static ssize_t btrfs_sf_enabled_show(struct kobject *kobj,
-				     struct kobj_attribute *a, char *buf)
-{
-	return sysfs_emit(buf, "%d\n", READ_ONCE(btrfs_sf_kobj_fs_info(kobj)->sf_enabled));
-}
-
-/*
- * Writing 0 stops new sharing (aliases already installed stay valid and
- * go as they normally would); writing 1 resumes it.
- */
-static ssize_t btrfs_sf_enabled_store(struct kobject *kobj,
-				      struct kobj_attribute *a,
-				      const char *buf, size_t len)
-{
-	struct btrfs_fs_info *fs_info = btrfs_sf_kobj_fs_info(kobj);
-	bool val;
-	int ret;
-
-	ret = kstrtobool(buf, &val);
-	if (ret)
-		return ret;
-	WRITE_ONCE(fs_info->sf_enabled, val && fs_info->sf_inode);
-	return len;
-}
-static struct kobj_attribute btrfs_sf_attr_enabled =
-	__ATTR(enabled, 0644, btrfs_sf_enabled_show, btrfs_sf_enabled_store);
-
-static const struct attribute *btrfs_sf_attrs[] = {
-	&btrfs_sf_attr_enabled.attr,
-	&btrfs_sf_attr_folios.attr,
-	&btrfs_sf_attr_aliases.attr,
-	&btrfs_sf_attr_hits.attr,
-	&btrfs_sf_attr_misses.attr,
-	&btrfs_sf_attr_unshares.attr,
-	&btrfs_sf_attr_reclaims.attr,
-	&btrfs_sf_attr_bytes_saved.attr,
-	NULL,
-};
-
-int btrfs_sf_sysfs_add(struct btrfs_fs_info *fs_info)
-{
-	fs_info->sf_kobj = kobject_create_and_add("shared_folio",
-						  &fs_info->fs_devices->fsid_kobj);
-	if (!fs_info->sf_kobj)
-		return -ENOMEM;
-	return sysfs_create_files(fs_info->sf_kobj, btrfs_sf_attrs);
-}
-
-void btrfs_sf_sysfs_remove(struct btrfs_fs_info *fs_info)
-{
-	if (!fs_info->sf_kobj)
-		return;
-	sysfs_remove_files(fs_info->sf_kobj, btrfs_sf_attrs);
-	kobject_del(fs_info->sf_kobj);
-	kobject_put(fs_info->sf_kobj);
-	fs_info->sf_kobj = NULL;
 }

@@ -16,8 +16,6 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count);
 void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info, u64 start, u64 len);
 void btrfs_sf_note_remap(struct btrfs_inode *src, struct btrfs_inode *dst);
 void btrfs_sf_dedupe_done(struct btrfs_inode *dst, u64 pos, u64 len);
-int btrfs_sf_sysfs_add(struct btrfs_fs_info *fs_info);
-void btrfs_sf_sysfs_remove(struct btrfs_fs_info *fs_info);
 
 #else
 
@@ -31,8 +29,6 @@ static inline void btrfs_sf_note_remap(struct btrfs_inode *src,
 				       struct btrfs_inode *dst) { }
 static inline void btrfs_sf_dedupe_done(struct btrfs_inode *dst, u64 pos,
 					u64 len) { }
-static inline int btrfs_sf_sysfs_add(struct btrfs_fs_info *fs_info) { return 0; }
-static inline void btrfs_sf_sysfs_remove(struct btrfs_fs_info *fs_info) { }
 
 #endif
 

@@ -2,7 +2,9 @@
 /*
  * Shared folios: one physical copy in memory for data that several files
  * share on disk.
- *
+ */
+
+/**
  * DOC: Overview
  *
  * A filesystem whose files share extents (btrfs reflinks, snapshots,
@@ -18,6 +20,8 @@
  * folio_pfn(), kmap_local_folio() and page_address() of an alias reach the
  * physical memory.  That is the memdesc step: a folio that carries its own
  * PFN.
+ *
+ * ::
  *
  *	file A i_pages          file B i_pages        extent cache i_pages
  *	 [idx 7] -> alias A7     [idx 2] -> alias B2   [bytenr>>12] -> folio
@@ -43,8 +47,14 @@
  * Coding conventions in this file: "folio" is always the physical folio,
  * "alias" the per-inode struct folio, "a" the struct sf_alias around an
  * alias, "sf" the descriptor.
+ */
+
+/**
+ * DOC: Lock order
  *
- * Lock order:
+ * The one statement of the order; a filesystem takes its own locks before
+ * the physical folio lock (for btrfs: the invalidate lock, then the file's
+ * extent range lock)::
  *
  *   physical folio lock            (add_alias, detach, release, invalidate)
  *     alias folio lock             (detach, unshare, truncate of the file)
@@ -57,16 +67,20 @@
  * nothing allocates with reclaim under either (see shared_folio_prealloc()).
  * The alias shrinker holds the LRU lock and only try-gets and try-locks an
  * alias; it drops the LRU lock before it evicts.
+ */
+
+/**
+ * DOC: Reference counts
  *
- * Reference counts:
+ * A physical folio has one reference for the extent cache's xarray, one
+ * for the descriptor (PG_private), one for each alias in existence, and
+ * transient ones.  An alias has one for the file's xarray while
+ * alias->mapping is set, and transient ones from lookups.
  *
- *   physical folio: 1 for the extent cache's xarray, 1 for the descriptor
- *   (PG_private), 1 for each alias in existence, plus transient ones.
- *   alias: 1 for the file's xarray while alias->mapping is set, plus
- *   transient lookups.  Removing an alias from its mapping unlinks it from
- *   sf->aliases (sf_alias_unaccount(), under the xa_lock); freeing it drops
- *   its physical reference.  A physical folio therefore cannot be freed
- *   while any alias of it can still be reached.
+ * Removing an alias from its mapping unlinks it from sf->aliases
+ * (sf_alias_unaccount(), under the xa_lock); freeing it drops its
+ * reference on the physical folio.  A physical folio therefore cannot be
+ * freed while any alias of it can still be reached.
  */
 #include <linux/mm.h>
 #include <linux/pagemap.h>
@@ -75,9 +89,10 @@
 #include <linux/memcontrol.h>
 #include <linux/highmem.h>
 #include <linux/sched.h>
-#include <linux/dax.h>
-#include <linux/shmem_fs.h>
-#include <linux/moduleparam.h>
+#include <linux/dax.h>		/* for mm/internal.h */
+#include <linux/shmem_fs.h>	/* for mm/internal.h */
+#include <linux/kobject.h>
+#include <linux/sysfs.h>
 #include <linux/list_lru.h>
 #include <linux/shrinker.h>
 #include <linux/shared_folio.h>
@@ -107,11 +122,11 @@ static struct lock_class_key sf_alias_lru_key;
 
 /*
  * Cap on aliases per physical folio, as KSM's max_page_sharing bounds its
- * rmap walks: detaching or (later) unmapping walks every alias.
+ * rmap walks: detaching or (later) unmapping walks every alias.  Read
+ * without a lock; a new value applies to aliases added after it.
+ * /sys/kernel/mm/shared_folio/max_sharing.
  */
 static unsigned int max_sharing = 256;
-module_param(max_sharing, uint, 0644);
-MODULE_PARM_DESC(max_sharing, "maximum aliases of one shared folio");
 
 static inline struct folio *sf_alias_to_folio(struct sf_alias *a)
 {
@@ -169,7 +184,7 @@ EXPORT_SYMBOL_GPL(shared_folio_prealloc_free);
 /**
  * shared_folio_attach() - give a physical folio its shared-folio descriptor
  * @folio: locked folio in the filesystem's extent cache
- * @owner: the cache's counters
+ * @stats: the cache's counters
  * @pa: preallocated descriptor to use first, or NULL
  * @gfp: allocation flags if @pa has none
  *
@@ -177,7 +192,7 @@ EXPORT_SYMBOL_GPL(shared_folio_prealloc_free);
  * Return: the descriptor (possibly already attached), or NULL on ENOMEM.
  */
 struct shared_folio *shared_folio_attach(struct folio *folio,
-					 struct shared_folio_owner *owner,
+					 struct shared_folio_stats *stats,
 					 struct shared_folio_prealloc *pa,
 					 gfp_t gfp)
 {
@@ -198,8 +213,8 @@ struct shared_folio *shared_folio_attach(struct folio *folio,
 	spin_lock_init(&sf->lock);
 	sf->nr_aliases = 0;
 	INIT_LIST_HEAD(&sf->aliases);
-	sf->owner = owner;
-	atomic_long_inc(&owner->nr_folios);
+	sf->stats = stats;
+	atomic_long_inc(&stats->folios);
 	folio_attach_private(folio, sf);
 	node_stat_mod_folio(folio, NR_SHARED_FOLIO, 1);
 	return sf;
@@ -300,7 +315,7 @@ int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
 		list_add_tail(&a->node, &sf->aliases);
 		++sf->nr_aliases;
 		spin_unlock(&sf->lock);
-		atomic_long_inc(&sf->owner->nr_aliases);
+		atomic_long_inc(&sf->stats->aliases);
 		__node_stat_mod_folio(folio, NR_SHARED_FOLIO_ALIAS, 1);
 		list_lru_add_obj(&sf_alias_lru, &a->lru);
 		/*
@@ -336,7 +351,7 @@ void sf_alias_unaccount(struct folio *alias)
 	list_lru_del_obj(&sf_alias_lru, &a->lru);
 	if (WARN_ON_ONCE(!sf))
 		return;
-	atomic_long_dec(&sf->owner->nr_aliases);
+	atomic_long_dec(&sf->stats->aliases);
 	spin_lock(&sf->lock);
 	list_del_init(&a->node);
 	sf->nr_aliases--;
@@ -464,10 +479,8 @@ unsigned int shared_folio_detach_aliases(struct folio *folio, bool sync)
 		cond_resched();
 	}
 out:
-	if (detached) {
-		count_vm_events(SHARED_FOLIO_RECLAIM, detached);
-		atomic_long_add(detached, &sf->owner->nr_reclaims);
-	}
+	if (detached)
+		shared_folio_count_reclaims(sf->stats, detached);
 	return detached;
 }
 EXPORT_SYMBOL_GPL(shared_folio_detach_aliases);
@@ -481,7 +494,7 @@ static void shared_folio_free_descriptor(struct folio *folio)
 	spin_lock_irq(&sf->lock);
 	busy = sf->nr_aliases || !list_empty(&sf->aliases);
 	spin_unlock_irq(&sf->lock);
-	atomic_long_dec(&sf->owner->nr_folios);
+	atomic_long_dec(&sf->stats->folios);
 	node_stat_mod_folio(folio, NR_SHARED_FOLIO, -1);
 	/* An alias still linked would unlink itself from freed memory. */
 	if (WARN_ON_ONCE(busy))
@@ -561,6 +574,7 @@ struct folio *shared_folio_unshare(struct address_space *mapping,
 {
 	XA_STATE(xas, &mapping->i_pages, alias->index);
 	struct folio *folio = sf_alias_physical(alias);
+	struct shared_folio_stats *stats;
 	struct folio *new;
 	unsigned int nr = 0;
 	loff_t isize;
@@ -606,14 +620,14 @@ struct folio *shared_folio_unshare(struct address_space *mapping,
 	xas_store(&xas, new);
 	__lruvec_stat_mod_folio(new, NR_FILE_PAGES, 1);
 	nr = shared_folio_nr_aliases(folio);
-	atomic_long_inc(&folio_sf_alias(alias)->sf->owner->nr_unshares);
+	stats = folio_sf_alias(alias)->sf->stats;
 	sf_alias_unaccount(alias);
 	alias->mapping = NULL;
 	xas_unlock_irq(&xas);
 
 	folio_add_lru(new);
 	folio_unlock(new);
-	count_vm_event(SHARED_FOLIO_UNSHARE);
+	shared_folio_count_unshares(stats, 1);
 	trace_shared_folio_unshare(mapping, new->index, folio_pfn(folio),
 				   nr ? nr - 1 : 0);
 	folio_unlock(alias);
@@ -640,7 +654,7 @@ static enum lru_status sf_alias_lru_isolate(struct list_head *item,
 	struct sf_alias *a = container_of(item, struct sf_alias, lru);
 	struct folio *alias = sf_alias_to_folio(a);
 	unsigned long *freed = arg;
-	struct shared_folio_owner *owner;
+	struct shared_folio_stats *stats;
 	struct address_space *mapping;
 	bool evicted;
 
@@ -657,18 +671,19 @@ static enum lru_status sf_alias_lru_isolate(struct list_head *item,
 
 	/* The alias lock keeps it in its mapping and the inode alive. */
 	mapping = alias->mapping;
-	owner = a->sf->owner;
+	stats = a->sf->stats;
 	/*
 	 * Once evicted, nothing pins @mapping's inode or its filesystem (and
-	 * @owner with it) any more: count first, undo if it stays.
+	 * @stats with it) any more: count first, undo if it stays.  The
+	 * one place that does not use shared_folio_count_reclaims().
 	 */
-	atomic_long_inc(&owner->nr_reclaims);
+	atomic_long_inc(&stats->reclaims);
 	evicted = mapping_evict_folio(mapping, alias);
 	if (evicted) {
 		count_vm_event(SHARED_FOLIO_RECLAIM);
 		(*freed)++;
 	} else {
-		atomic_long_dec(&owner->nr_reclaims);
+		atomic_long_dec(&stats->reclaims);
 		/*
 		 * Busy (a reader holds it): back on the list, under the
 		 * xa_lock as every insertion; it is still in @mapping.
@@ -700,12 +715,54 @@ static unsigned long sf_alias_scan(struct shrinker *shrinker,
 	return freed;
 }
 
+#ifdef CONFIG_SYSFS
+static ssize_t max_sharing_show(struct kobject *kobj,
+				struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(max_sharing));
+}
+
+static ssize_t max_sharing_store(struct kobject *kobj,
+				 struct kobj_attribute *attr,
+				 const char *buf, size_t count)
+{
+	unsigned int val;
+	int err;
+
+	err = kstrtouint(buf, 10, &val);
+	if (err)
+		return err;
+	if (!val)
+		return -EINVAL;
+	WRITE_ONCE(max_sharing, val);
+	return count;
+}
+
+static struct kobj_attribute max_sharing_attr = __ATTR_RW(max_sharing);
+
+static struct attribute *shared_folio_attrs[] = {
+	&max_sharing_attr.attr,
+	NULL,
+};
+
+static const struct attribute_group shared_folio_attr_group = {
+	.name = "shared_folio",
+	.attrs = shared_folio_attrs,
+};
+
+static void __init shared_folio_sysfs_init(void)
+{
+	if (sysfs_create_group(mm_kobj, &shared_folio_attr_group))
+		pr_warn("shared folios: cannot create /sys/kernel/mm/shared_folio\n");
+}
+#else
+static inline void shared_folio_sysfs_init(void) { }
+#endif
+
 static int __init shared_folio_init(void)
 {
 	struct shrinker *shrinker;
 
-	/* __page_to_pfn() reads the PFN right after the alias's struct page. */
-	BUILD_BUG_ON(offsetof(struct sf_alias, pfn) != sizeof(struct page));
 	/* Aliases are charged to the memcg of the reader that creates them. */
 	sf_alias_cache = KMEM_CACHE(sf_alias, SLAB_PANIC | SLAB_NO_MERGE |
 				    SLAB_ACCOUNT);
@@ -718,6 +775,7 @@ static int __init shared_folio_init(void)
 	shrinker->scan_objects = sf_alias_scan;
 	shrinker->seeks = DEFAULT_SEEKS;
 	shrinker_register(shrinker);
+	shared_folio_sysfs_init();
 	return 0;
 }
 subsys_initcall(shared_folio_init);

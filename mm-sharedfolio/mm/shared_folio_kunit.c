@@ -27,7 +27,7 @@
 #define SF_TEST_PAGES	16
 
 struct sf_test_ctx {
-	struct shared_folio_owner owner;
+	struct shared_folio_stats stats;
 	struct vfsmount *mnt;
 	struct inode *cache;
 	struct inode *file[SF_TEST_FILES];
@@ -106,7 +106,7 @@ static struct folio *sf_test_physical(struct kunit *test, pgoff_t index, int c)
 						index, GFP_KERNEL), 0);
 	memset(folio_address(folio), c, PAGE_SIZE);
 	folio_mark_uptodate(folio);
-	KUNIT_ASSERT_NOT_NULL(test, shared_folio_attach(folio, &ctx->owner, NULL,
+	KUNIT_ASSERT_NOT_NULL(test, shared_folio_attach(folio, &ctx->stats, NULL,
 							GFP_KERNEL));
 	lru_add_drain();
 	return folio;
@@ -120,6 +120,12 @@ static bool sf_test_filled(const void *p, int c)
 static struct address_space *sf_test_map(struct kunit *test, int i)
 {
 	return ((struct sf_test_ctx *)test->priv)->file[i]->i_mapping;
+}
+
+static int sf_test_add(struct folio *folio, struct address_space *mapping,
+		       pgoff_t index)
+{
+	return shared_folio_add_alias(folio, mapping, index, NULL, GFP_KERNEL);
 }
 
 /* An alias is found at its index and resolves to the physical memory. */
@@ -173,13 +179,12 @@ static void sf_test_truncate_frees_alias(struct kunit *test)
 	int i;
 
 	for (i = 0; i < SF_TEST_FILES; i++)
-		KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio,
-				sf_test_map(test, i), 7, NULL, GFP_KERNEL), 0);
+		KUNIT_ASSERT_EQ(test, sf_test_add(folio, sf_test_map(test, i), 7), 0);
 	folio_unlock(folio);
 	KUNIT_EXPECT_EQ(test, shared_folio_nr_aliases(folio), SF_TEST_FILES);
 	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base + SF_TEST_FILES);
-	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->owner.nr_aliases), SF_TEST_FILES);
-	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->owner.nr_folios), 1);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.aliases), SF_TEST_FILES);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.folios), 1);
 
 	truncate_inode_pages(sf_test_map(test, 1), 0);
 	KUNIT_EXPECT_EQ(test, sf_test_map(test, 1)->nrpages, 0);
@@ -195,7 +200,7 @@ static void sf_test_truncate_frees_alias(struct kunit *test)
 
 	truncate_inode_pages(sf_test_map(test, 2), 0);
 	KUNIT_EXPECT_EQ(test, shared_folio_nr_aliases(folio), 0);
-	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->owner.nr_aliases), 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.aliases), 0);
 	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base);
 	folio_put(folio);
 }
@@ -227,7 +232,7 @@ static void sf_test_unshare_on_write(struct kunit *test)
 
 	KUNIT_EXPECT_TRUE(test, sf_test_filled(folio_address(folio), 0x22));
 	KUNIT_EXPECT_EQ(test, shared_folio_nr_aliases(folio), 1);
-	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->owner.nr_unshares), 1);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.unshares), 1);
 	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base + 1);
 	KUNIT_EXPECT_EQ(test, map0->nrpages, 1);
 
@@ -253,12 +258,11 @@ static void sf_test_release_detaches_all(struct kunit *test)
 	int i;
 
 	for (i = 0; i < SF_TEST_FILES; i++)
-		KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio,
-				sf_test_map(test, i), i, NULL, GFP_KERNEL), 0);
+		KUNIT_ASSERT_EQ(test, sf_test_add(folio, sf_test_map(test, i), i), 0);
 	KUNIT_EXPECT_TRUE(test, shared_folio_release(folio));
 	KUNIT_EXPECT_FALSE(test, folio_test_private(folio));
-	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->owner.nr_reclaims), SF_TEST_FILES);
-	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->owner.nr_folios), 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.reclaims), SF_TEST_FILES);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.folios), 0);
 	for (i = 0; i < SF_TEST_FILES; i++) {
 		KUNIT_EXPECT_EQ(test, sf_test_map(test, i)->nrpages, 0);
 		KUNIT_EXPECT_TRUE(test, IS_ERR(filemap_get_folio(sf_test_map(test, i), i)));
@@ -422,8 +426,7 @@ static void sf_test_release_with_locked_aliases(struct kunit *test)
 		kunit_skip(test, "a livelocked walker would hold the only CPU");
 	}
 	for (i = 0; i < SF_TEST_FILES; i++)
-		KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio,
-				sf_test_map(test, i), 1, NULL, GFP_KERNEL), 0);
+		KUNIT_ASSERT_EQ(test, sf_test_add(folio, sf_test_map(test, i), 1), 0);
 	folio_unlock(folio);
 	a0 = filemap_lock_folio(sf_test_map(test, 0), 1);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(a0));
@@ -490,8 +493,8 @@ static void sf_test_invalidate_waits_for_frozen_alias(struct kunit *test)
 	wait_for_completion(&tr.done);
 	KUNIT_EXPECT_EQ(test, map->nrpages, 0);
 	KUNIT_EXPECT_EQ(test, ctx->cache->i_mapping->nrpages, 0);
-	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->owner.nr_folios), 0);
-	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->owner.nr_aliases), 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.folios), 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.aliases), 0);
 	folio_put(folio);
 }
 
@@ -563,6 +566,7 @@ static struct kunit_suite shared_folio_test_suite = {
 	.exit = sf_test_exit,
 	.test_cases = shared_folio_test_cases,
 };
+
 kunit_test_suite(shared_folio_test_suite);
 
 MODULE_DESCRIPTION("KUnit tests for shared folios");

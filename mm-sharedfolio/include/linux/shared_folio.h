@@ -20,37 +20,89 @@ struct address_space;
 #ifdef CONFIG_SHARED_FOLIO
 
 /**
- * struct shared_folio_owner - per-cache counters, owned by the filesystem
- * @nr_folios: physical folios with a descriptor ("shared")
- * @nr_aliases: aliases in a mapping ("sharing")
- * @nr_unshares: aliases replaced by a private copy, since creation
- * @nr_reclaims: aliases detached so their physical folio could go
+ * struct shared_folio_stats - the counters of one extent cache
+ * @folios: physical folios with a descriptor ("shared")
+ * @aliases: aliases in a mapping ("sharing")
+ * @hits: aliases installed on a physical folio that was already cached
+ * @misses: aliases installed after reading the physical folio
+ * @unshares: aliases replaced by a private copy
+ * @reclaims: aliases detached so that their physical folio could go
  *
- * The filesystem keeps it alive until its cache is empty; the mm updates
- * it.  The same events are counted system-wide in /proc/vmstat.
+ * The one place these are kept: the filesystem embeds it, keeps it alive
+ * until its extent cache is empty, and reports it; the mm and the
+ * filesystem update it only through the shared_folio_count_*() helpers,
+ * which also count the system-wide vm events of /proc/vmstat.
  */
-struct shared_folio_owner {
-	atomic_long_t nr_folios;
-	atomic_long_t nr_aliases;
-	atomic_long_t nr_unshares;
-	atomic_long_t nr_reclaims;
+struct shared_folio_stats {
+	atomic_long_t folios;
+	atomic_long_t aliases;
+	atomic_long_t hits;
+	atomic_long_t misses;
+	atomic_long_t unshares;
+	atomic_long_t reclaims;
 };
+
+static inline void shared_folio_count_hits(struct shared_folio_stats *stats,
+					   unsigned long nr)
+{
+	atomic_long_add(nr, &stats->hits);
+	count_vm_events(SHARED_FOLIO_HIT, nr);
+}
+
+static inline void shared_folio_count_misses(struct shared_folio_stats *stats,
+					     unsigned long nr)
+{
+	atomic_long_add(nr, &stats->misses);
+	count_vm_events(SHARED_FOLIO_MISS, nr);
+}
+
+static inline void shared_folio_count_unshares(struct shared_folio_stats *stats,
+					       unsigned long nr)
+{
+	atomic_long_add(nr, &stats->unshares);
+	count_vm_events(SHARED_FOLIO_UNSHARE, nr);
+}
+
+static inline void shared_folio_count_reclaims(struct shared_folio_stats *stats,
+					       unsigned long nr)
+{
+	atomic_long_add(nr, &stats->reclaims);
+	count_vm_events(SHARED_FOLIO_RECLAIM, nr);
+}
+
+/**
+ * shared_folio_bytes_saved() - page cache that private copies would add
+ * @stats: the counters of an extent cache
+ *
+ * Every alias stands for a private page the file would otherwise cache;
+ * the physical folios are what is used instead.
+ *
+ * Return: (aliases - physical folios) pages, in bytes, or 0.
+ */
+static inline unsigned long
+shared_folio_bytes_saved(const struct shared_folio_stats *stats)
+{
+	long saved = atomic_long_read(&stats->aliases) -
+		     atomic_long_read(&stats->folios);
+
+	return saved > 0 ? saved * PAGE_SIZE : 0;
+}
 
 /**
  * struct shared_folio - the shared-folio descriptor of a physical folio
- * @lock: protects @aliases and @nr_aliases
+ * @lock: protects @aliases and @nr_aliases (irq-safe: nests in the xa_lock)
  * @nr_aliases: number of aliases on @aliases
  * @aliases: the aliases currently in a mapping, linked by sf_alias.node
- * @owner: counters of the cache the folio belongs to
+ * @stats: counters of the cache the folio belongs to
  *
  * Attached to the physical folio as folio->private (PG_private, one folio
  * reference) for as long as the folio is in its extent cache.
  */
 struct shared_folio {
-	spinlock_t lock;
+	spinlock_t lock;	/* see the kernel-doc above */
 	unsigned int nr_aliases;
 	struct list_head aliases;
-	struct shared_folio_owner *owner;
+	struct shared_folio_stats *stats;
 };
 
 /**
@@ -83,6 +135,9 @@ struct sf_alias {
 	};
 	struct list_head lru;
 };
+
+/* __page_to_pfn() reads the PFN right after the alias's struct page. */
+static_assert(offsetof(struct sf_alias, pfn) == sizeof(struct page));
 
 /*
  * An alias lives in the direct map (slab), which on x86_64 lies below the
@@ -127,7 +182,7 @@ struct shared_folio_prealloc {
 void shared_folio_prealloc(struct shared_folio_prealloc *pa, gfp_t gfp);
 void shared_folio_prealloc_free(struct shared_folio_prealloc *pa);
 struct shared_folio *shared_folio_attach(struct folio *folio,
-					 struct shared_folio_owner *owner,
+					 struct shared_folio_stats *stats,
 					 struct shared_folio_prealloc *pa,
 					 gfp_t gfp);
 int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
