@@ -49,12 +49,10 @@
 #include "fs.h"
 #include "btrfs_inode.h"
 #include "extent_map.h"
-#include "extent-tree.h"
 #include "disk-io.h"
 #include "accessors.h"
 #include "ordered-data.h"
 #include "bio.h"
-#include "volumes.h"
 #include "shared-folio.h"
 
 /*

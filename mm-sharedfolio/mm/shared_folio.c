@@ -31,8 +31,10 @@
  *	                                              aliases: A7, B2
  *
  * Aliases are never dirty, never on the LRU, never mapped into page tables
- * (a fault replaces them by a private copy first), and not counted in
- * NR_FILE_PAGES or by memcg.  They are counted in NR_SHARED_FOLIO_ALIAS.
+ * (a fault replaces them by a private copy first), and not counted as file
+ * pages (NR_FILE_PAGES, the memcg's file count); their slab memory is
+ * charged to the memcg of the reader that created them.  They are counted
+ * in NR_SHARED_FOLIO_ALIAS.
  * When the last reference to an alias goes, __folio_put() hands it to
  * sf_alias_free(), never to the page allocator, which frees it after an RCU
  * grace period (lockless lookups may still try to get it, see struct
@@ -89,8 +91,8 @@
 #include <linux/memcontrol.h>
 #include <linux/highmem.h>
 #include <linux/sched.h>
-#include <linux/dax.h>		/* for mm/internal.h */
-#include <linux/shmem_fs.h>	/* for mm/internal.h */
+#include <linux/dax.h>		/* mapping_set_update() in mm/internal.h */
+#include <linux/shmem_fs.h>	/* mapping_set_update() in mm/internal.h */
 #include <linux/kobject.h>
 #include <linux/sysfs.h>
 #include <linux/list_lru.h>
@@ -352,6 +354,12 @@ void sf_alias_unaccount(struct folio *alias)
 	if (WARN_ON_ONCE(!sf))
 		return;
 	atomic_long_dec(&sf->stats->aliases);
+	/* The shrinker's eviction: @sf and the mapping are pinned here. */
+	if (a->evicting) {
+		shared_folio_count_reclaims(sf->stats, 1);
+		trace_shared_folio_reclaim(alias->mapping, alias->index,
+					   a->pfn, READ_ONCE(sf->nr_aliases) - 1);
+	}
 	spin_lock(&sf->lock);
 	list_del_init(&a->node);
 	sf->nr_aliases--;
@@ -618,6 +626,9 @@ struct folio *shared_folio_unshare(struct address_space *mapping,
 		return NULL;
 	}
 	xas_store(&xas, new);
+	/* As if the alias was deleted and @new added, in one step. */
+	trace_mm_filemap_delete_from_page_cache(alias);
+	trace_mm_filemap_add_to_page_cache(new);
 	__lruvec_stat_mod_folio(new, NR_FILE_PAGES, 1);
 	nr = shared_folio_nr_aliases(folio);
 	stats = folio_sf_alias(alias)->sf->stats;
@@ -654,9 +665,7 @@ static enum lru_status sf_alias_lru_isolate(struct list_head *item,
 	struct sf_alias *a = container_of(item, struct sf_alias, lru);
 	struct folio *alias = sf_alias_to_folio(a);
 	unsigned long *freed = arg;
-	struct shared_folio_stats *stats;
 	struct address_space *mapping;
-	bool evicted;
 
 	/* Frozen: its remover is about to take it off the list. */
 	if (!folio_try_get(alias))
@@ -669,21 +678,17 @@ static enum lru_status sf_alias_lru_isolate(struct list_head *item,
 	list_lru_isolate(lru, item);
 	spin_unlock_irq(lru_lock);
 
-	/* The alias lock keeps it in its mapping and the inode alive. */
-	mapping = alias->mapping;
-	stats = a->sf->stats;
 	/*
-	 * Once evicted, nothing pins @mapping's inode or its filesystem (and
-	 * @stats with it) any more: count first, undo if it stays.  The
-	 * one place that does not use shared_folio_count_reclaims().
+	 * The alias lock keeps it in its mapping and the inode alive.  Once
+	 * evicted, nothing pins the inode or its filesystem any more: the
+	 * eviction is counted by sf_alias_unaccount(), under the xa_lock.
 	 */
-	atomic_long_inc(&stats->reclaims);
-	evicted = mapping_evict_folio(mapping, alias);
-	if (evicted) {
-		count_vm_event(SHARED_FOLIO_RECLAIM);
+	mapping = alias->mapping;
+	a->evicting = true;
+	if (mapping_evict_folio(mapping, alias)) {
 		(*freed)++;
 	} else {
-		atomic_long_dec(&stats->reclaims);
+		a->evicting = false;
 		/*
 		 * Busy (a reader holds it): back on the list, under the
 		 * xa_lock as every insertion; it is still in @mapping.

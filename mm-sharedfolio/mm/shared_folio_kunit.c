@@ -5,7 +5,8 @@
  * Each case builds real state: a pseudo filesystem with one "extent cache"
  * inode holding physical folios and three "file" inodes that get aliases,
  * then checks what the page cache, the PFN translation and the refcounts
- * say.  Run with kunit.enable=1 (tests/run does), or through
+ * say.  Built in only: the cases use page-cache internals that are not
+ * exported.  Run with kunit.enable=1, or through
  * /sys/kernel/debug/kunit/shared_folio/run.
  */
 #include <kunit/test.h>
@@ -338,9 +339,9 @@ static int sf_test_truncate_fn(void *data)
  * before another CPU truncated and freed it must still find an alias, with
  * a zero refcount, as it would find a freed memmap folio.  The window is
  * held open here: the reader stays in its RCU read section while a kthread
- * truncates the file.  Freeing the alias at once (before the fix) made the
- * reads below a use-after-free, which KASAN reports and KUnit counts as a
- * failure of this case.
+ * truncates the file.  Were the alias freed at once, the reads below would
+ * be a use-after-free, which KASAN reports and KUnit counts as a failure
+ * of this case.
  */
 static void sf_test_freed_alias_outlives_rcu_reader(struct kunit *test)
 {
@@ -406,10 +407,9 @@ static int sf_test_release_fn(void *data)
 /*
  * Reclaim (->release_folio) of a physical folio two of whose aliases are
  * locked by other tasks (concurrent unsharers) returns at once: it detaches
- * the free alias and leaves the locked ones.  Before the fix the walk
- * remembered only the last skipped alias and alternated between the two
- * forever, holding the physical folio lock without rescheduling (kswapd,
- * compaction and drop_caches would spin).
+ * the free alias and leaves the locked ones.  A walk that remembered only
+ * the last skipped alias would alternate between the two for ever, holding
+ * the physical folio lock (kswapd, compaction and drop_caches would spin).
  */
 static void sf_test_release_with_locked_aliases(struct kunit *test)
 {
@@ -437,7 +437,7 @@ static void sf_test_release_with_locked_aliases(struct kunit *test)
 	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
 	finished = wait_for_completion_timeout(&r.done, 2 * HZ);
 	KUNIT_EXPECT_TRUE(test, finished);
-	/* Lets a livelocked walker (before the fix) go on and finish. */
+	/* Lets a livelocked walker go on and finish. */
 	folio_unlock(a0);
 	folio_unlock(a1);
 	if (!finished)
@@ -455,8 +455,8 @@ static void sf_test_release_with_locked_aliases(struct kunit *test)
  * steal) freezes an alias's refcount at zero and only then unlinks it from
  * the descriptor.  An invalidation of the extent cache in that window (the
  * extent was freed: dedupe leaves aliases on the old extent) must wait for
- * the unlink.  Before the fix it skipped the frozen alias, freed the
- * descriptor (a WARN) and the unlink then locked the freed descriptor.  The
+ * the unlink: skipping the frozen alias would free the descriptor (a WARN)
+ * and the unlink would then lock freed memory.  The
  * window is held open here; the real remover holds the mapping's xa_lock
  * across it.
  */

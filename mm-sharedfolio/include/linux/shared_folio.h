@@ -13,9 +13,6 @@
 #include <linux/mm.h>
 #include <linux/spinlock.h>
 #include <linux/list.h>
-#include <linux/rcupdate.h>
-
-struct address_space;
 
 #ifdef CONFIG_SHARED_FOLIO
 
@@ -24,14 +21,19 @@ struct address_space;
  * @folios: physical folios with a descriptor ("shared")
  * @aliases: aliases in a mapping ("sharing")
  * @hits: aliases installed on a physical folio that was already cached
- * @misses: aliases installed after reading the physical folio
+ *        (read before, possibly by a reader's asynchronous window)
+ * @misses: physical folios read from disk to be shared, the asynchronous
+ *          window's included, whether or not an alias was installed
  * @unshares: aliases replaced by a private copy
- * @reclaims: aliases detached so that their physical folio could go
+ * @reclaims: aliases detached from their mapping: by reclaim of their
+ *            physical folio, by its invalidation (extent freed, teardown)
+ *            or by the memcg-aware alias shrinker
  *
  * The one place these are kept: the filesystem embeds it, keeps it alive
- * until its extent cache is empty, and reports it; the mm and the
- * filesystem update it only through the shared_folio_count_*() helpers,
- * which also count the system-wide vm events of /proc/vmstat.
+ * until its extent cache is empty, and reports it.  The two gauges
+ * (@folios, @aliases) are kept by the mm core; the four event counters are
+ * updated only through the shared_folio_count_*() helpers, which also
+ * count the system-wide vm events of /proc/vmstat.
  */
 struct shared_folio_stats {
 	atomic_long_t folios;
@@ -75,7 +77,9 @@ static inline void shared_folio_count_reclaims(struct shared_folio_stats *stats,
  * @stats: the counters of an extent cache
  *
  * Every alias stands for a private page the file would otherwise cache;
- * the physical folios are what is used instead.
+ * the physical folios are what is used instead.  Only physical folios
+ * with a descriptor are counted: pages the asynchronous window read and
+ * nobody shares yet are not subtracted.
  *
  * Return: (aliases - physical folios) pages, in bytes, or 0.
  */
@@ -116,6 +120,8 @@ struct shared_folio {
  * @rcu: frees the alias a grace period after its last reference went
  * @lru: entry on the memcg-aware alias LRU while the alias is in a mapping,
  *       so that the memcg it is charged to can reclaim it
+ * @evicting: the alias shrinker is evicting it: its removal from the
+ *            mapping is counted and traced as a reclaim
  *
  * Lockless page-cache lookups (find_get_entry(), filemap_get_read_batch(),
  * next_uptodate_folio(), ...) may still hold a pointer to an alias that was
@@ -134,6 +140,7 @@ struct sf_alias {
 		struct rcu_head rcu;	/* after @node is unlinked */
 	};
 	struct list_head lru;
+	bool evicting;
 };
 
 /* __page_to_pfn() reads the PFN right after the alias's struct page. */
