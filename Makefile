@@ -8,7 +8,7 @@
 SHELL := /bin/bash
 
 .PHONY: all deps kernel stock debug demo check check-host check-guest \
-	check-debug soak bench bench-drgn sync check-sync checkpatch bisect dev-tree \
+	check-debug soak bench bench-drgn fstests sync check-sync checkpatch bisect dev-tree \
 	clean distclean help
 
 all: kernel
@@ -70,6 +70,15 @@ bench: deps
 ## bench-drgn  time live drgn looks over the gdbstub at 1 GiB of shared data
 bench-drgn: deps
 	@bz=$$(qemu/kbuild patched) && tests/bench/drgn-live -k "$$bz"
+
+## fstests     a quick btrfs/generic fstests group (tests/fstests/quick.list) on the
+##             patched and the stock kernel; prints what fails on patched only;
+##             FSTESTS=/path/to/a/built/fstests (README.md, "fstests")
+FSTESTS ?=
+fstests: deps
+	@tests/fstests/run --check-fstests "$(FSTESTS)" && \
+	p=$$(qemu/kbuild patched) && s=$$(qemu/kbuild stock) && \
+	tests/fstests/run "$(FSTESTS)" "$$p" "$$s"
 
 ## sync        rewrite mm-sharedfolio/ and fs-btrfs/ from the patch text (seconds)
 sync:
