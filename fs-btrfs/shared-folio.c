@@ -282,6 +282,31 @@ void btrfs_sf_note_remap(struct btrfs_inode *src, struct btrfs_inode *dst)
 	btrfs_sf_set_private(dst, 0, 0);
 }
 
+/* Does @mapping hold an alias in [@first, @last]? */
+static bool btrfs_sf_range_has_alias(struct address_space *mapping,
+				     pgoff_t first, pgoff_t last)
+{
+	XA_STATE(xas, &mapping->i_pages, first);
+	struct folio *folio;
+	bool found = false;
+
+	rcu_read_lock();
+	xas_for_each(&xas, folio, last) {
+		if (xas_retry(&xas, folio) || xa_is_value(folio))
+			continue;
+		if (folio_is_sf_alias(folio)) {
+			found = true;
+			break;
+		}
+		if (need_resched()) {
+			xas_pause(&xas);
+			cond_resched_rcu();
+		}
+	}
+	rcu_read_unlock();
+	return found;
+}
+
 /**
  * btrfs_sf_dedupe_done() - a dedupe replaced the extents under a range
  * @dst: the destination inode, i_rwsem and i_mmap_lock held exclusively
@@ -292,17 +317,27 @@ void btrfs_sf_note_remap(struct btrfs_inode *src, struct btrfs_inode *dst)
  * destination's page cache.  Its aliases, though, describe physical folios
  * of the old extent, which this dedupe may have freed: they would stay
  * until the commit invalidates that extent, a state any user could create at
- * will.  Drop the range's page cache as a clone does; the next read shares
- * the source's extent.
+ * will.  If the range holds an alias, drop the range's page cache as a
+ * clone does; the next read shares the source's extent.
  */
 void btrfs_sf_dedupe_done(struct btrfs_inode *dst, u64 pos, u64 len)
 {
-	/* Even with sharing switched off now: aliases made before remain. */
-	if (!dst->vfs_inode.i_mapping->nrpages)
+	struct address_space *mapping = dst->vfs_inode.i_mapping;
+	u64 start = round_down(pos, PAGE_SIZE);
+	u64 end = round_up(pos + len, PAGE_SIZE) - 1;
+
+	/*
+	 * Private pages hold the file's own bytes, still right: keep them, as
+	 * a kernel without shared folios does.  Even with sharing switched
+	 * off now, aliases made before may remain.  An alias added after
+	 * this scan describes the new extent: populate looks extents up and
+	 * installs aliases under the file's extent range lock, which the
+	 * dedupe held while it swapped them.
+	 */
+	if (!mapping->nrpages ||
+	    !btrfs_sf_range_has_alias(mapping, start >> PAGE_SHIFT, end >> PAGE_SHIFT))
 		return;
-	truncate_inode_pages_range(dst->vfs_inode.i_mapping,
-				   round_down(pos, PAGE_SIZE),
-				   round_up(pos + len, PAGE_SIZE) - 1);
+	truncate_inode_pages_range(mapping, start, end);
 }
 
 /*
