@@ -27,8 +27,9 @@
  * Writes never reach shared memory: the mm replaces an alias by a private
  * copy on any write-intent lookup (FGP_WRITE/FGP_CREAT: buffered writes,
  * btrfs_truncate_block, defrag, inline copies) and on faults; truncation,
- * hole punching, DIO writes and clone/dedupe into a range remove the
- * range's page cache, aliases included.
+ * hole punching, DIO writes and a clone into a range remove the range's
+ * page cache, aliases included; a dedupe removes it only where the range
+ * holds an alias (btrfs_sf_dedupe_done()).
  *
  * Stale data is a security bug: a physical folio caches what a logical
  * address held when it was read.  When the space is freed, that is when a
