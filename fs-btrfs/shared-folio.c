@@ -46,6 +46,7 @@
 #include <linux/shared_folio.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
+#include <linux/rcupdate_wait.h>
 #include "ctree.h"
 #include "fs.h"
 #include "btrfs_inode.h"
