@@ -1,0 +1,72 @@
+# tests/lib/mmap.sh: processes that map files (tests/sfx/maptouch.c), for
+# guest cases; sourced after common.sh.
+#
+#   mapper I FILE [-P]   start mapper I: it maps FILE, touches every page
+#                        and reports to /tmp/mapper.I.0; MAPPER[I] is its pid
+#   mapper_wait I K      wait (up to 300 s) for its K-th report
+#   pfns_of I K          the PFN of every page in report K, one per line
+#   sum_of I K, pss_of I K, rss_of I K   (as the mapper saw them then)
+#   pss_now I MATCH      Pss (KiB) now of mapper I's mappings of a path
+#                        containing MATCH, from /proc/PID/smaps
+#   mapper_stop_all      SIGTERM every mapper, and wait for them
+#   audit_expect PTES    the debugfs audit: no mismatch, PTES PTEs in all
+
+MT=$SF_ROOT/build/maptouch
+AUDIT=/sys/kernel/debug/shared_folio/audit
+declare -a MAPPER=()
+
+require_maptouch() {
+	[ -x "$MT" ] || skip "build/maptouch not built (tests/run builds it on the host)"
+	[ -d /sys/kernel/debug/shared_folio ] || mount -t debugfs none /sys/kernel/debug 2>/dev/null
+	[ -r "$AUDIT" ] || fail "no $AUDIT in a kernel with shared folios"
+	rm -f /tmp/mapper.*
+	trap mapper_stop_all EXIT
+}
+
+mapper() {
+	local i=$1 file=$2
+	shift 2
+	rm -f "/tmp/mapper.$i".*
+	"$MT" "$@" "$file" "/tmp/mapper.$i" &
+	MAPPER[i]=$!
+}
+
+mapper_wait() {
+	local t=0
+	while [ ! -f "/tmp/mapper.$1.$2" ]; do
+		kill -0 "${MAPPER[$1]}" 2>/dev/null || fail "mapper $1 died before its report $2"
+		sleep 0.2
+		t=$((t + 1))
+		[ $t -le 1500 ] || fail "mapper $1: no report $2 after 300 s"
+	done
+}
+
+pfns_of() { tail -n +2 "/tmp/mapper.$1.$2" | cut -d' ' -f2; }
+_field() { head -n1 "/tmp/mapper.$2.$3" | awk -v f="$1" '{ for (i = 1; i < NF; i++) if ($i == f) print $(i + 1) }'; }
+sum_of() { _field sum "$1" "$2"; }
+pss_of() { _field pss "$1" "$2"; }
+rss_of() { _field rss "$1" "$2"; }
+
+pss_now() {
+	awk -v m="$2" '/^[0-9a-f]+-[0-9a-f]+ / { in_ = index($0, m) > 0; next }
+		in_ && /^Pss:/ { kb += $2 } END { print kb + 0 }' "/proc/${MAPPER[$1]}/smaps"
+}
+
+mapper_stop_all() {
+	local i
+	for i in "${!MAPPER[@]}"; do kill "${MAPPER[$i]}" 2>/dev/null; done
+	for i in "${!MAPPER[@]}"; do wait "${MAPPER[$i]}" 2>/dev/null; done
+	MAPPER=()
+}
+
+# Mapped file pages in KiB ("Mapped" in /proc/meminfo).
+mapped_kb() { awk '/^Mapped:/ { print $2 }' /proc/meminfo; }
+
+audit_expect() {
+	local out
+	out=$(cat "$AUDIT") || fail "read $AUDIT"
+	info "audit: $(tail -n1 <<<"$out")"
+	grep -q 'mismatches 0$' <<<"$out" || fail "audit: $out"
+	[ -z "${1:-}" ] || grep -q " ptes $1 mismatches" <<<"$out" ||
+		fail "audit: expected $1 PTEs of shared pages: $(tail -n1 <<<"$out")"
+}

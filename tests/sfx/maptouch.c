@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * maptouch: map a file, touch every page, and report what is mapped.
+ *
+ *   maptouch [-P] FILE OUT     map FILE whole, read-only (MAP_SHARED, or
+ *                              MAP_PRIVATE with -P), read a byte of every
+ *                              page, write OUT.0; on each SIGUSR1 touch the
+ *                              pages again and write OUT.1, OUT.2, ...; exit
+ *                              0 on SIGTERM.  OUT.k: "sum S pages N pss KB
+ *                              rss KB", then "INDEX PFN" per page (PFN 0:
+ *                              not present).  Written whole, then renamed.
+ *   maptouch -w OFF STR FILE   write STR at byte OFF of FILE through a
+ *                              MAP_SHARED mapping (or with -P a MAP_PRIVATE
+ *                              one, which must leave FILE unchanged), msync,
+ *                              and print the PFN of the page before and
+ *                              after the write: "before P after Q".
+ *   maptouch -p PID MATCH      for every mapping of process PID whose path
+ *                              contains MATCH: "PATH OFFSET PFN" per present
+ *                              page (file offset in pages).
+ *
+ * PFNs come from /proc/PID/pagemap (root only).  Exit: 0 fine, 1 error.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static long psz;
+static volatile sig_atomic_t again, quit;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "maptouch: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static uint64_t pfn_of(int pm, unsigned long addr)
+{
+	uint64_t e;
+
+	if (pread(pm, &e, sizeof(e), (addr / psz) * sizeof(e)) != sizeof(e))
+		die("read pagemap");
+	return (e >> 63) & 1 ? e & ((1ULL << 55) - 1) : 0;
+}
+
+/* Pss and Rss (kB) of the mapping that starts at @start, from smaps. */
+static void smaps_of(unsigned long start, long *pss, long *rss)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	int in = 0;
+
+	*pss = *rss = -1;
+	if (!f)
+		die("open smaps");
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		/* a header line; field names ("Pss:") never parse so */
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
+			in = lo == start;
+			continue;
+		}
+		if (in && !strncmp(line, "Pss:", 4))
+			*pss = strtol(line + 4, NULL, 10);
+		if (in && !strncmp(line, "Rss:", 4))
+			*rss = strtol(line + 4, NULL, 10);
+	}
+	fclose(f);
+}
+
+static void report(const char *out, int k, const unsigned char *p, size_t pages)
+{
+	char tmp[4096], name[4096];
+	uint64_t sum = 0;
+	long pss, rss;
+	int pm;
+	FILE *f;
+	size_t i, j;
+
+	for (i = 0; i < pages; i++)
+		for (j = 0; j < (size_t)psz; j += 64)
+			sum = sum * 31 + p[i * psz + j];
+	pm = open("/proc/self/pagemap", O_RDONLY);
+	if (pm < 0)
+		die("open pagemap");
+	smaps_of((unsigned long)p, &pss, &rss);
+	snprintf(name, sizeof(name), "%s.%d", out, k);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+	f = fopen(tmp, "w");
+	if (!f)
+		die(tmp);
+	fprintf(f, "sum %016" PRIx64 " pages %zu pss %ld rss %ld\n", sum, pages, pss, rss);
+	for (i = 0; i < pages; i++)
+		fprintf(f, "%zu %" PRIu64 "\n", i, pfn_of(pm, (unsigned long)p + i * psz));
+	if (fclose(f) || rename(tmp, name))
+		die(name);
+	close(pm);
+}
+
+static void on_sig(int sig)
+{
+	if (sig == SIGUSR1)
+		again = 1;
+	else
+		quit = 1;
+}
+
+static int do_write(int private, off_t off, const char *str, const char *file)
+{
+	size_t len = strlen(str), mlen;
+	off_t moff = off & ~(off_t)(psz - 1);
+	unsigned char *p;
+	uint64_t before, after;
+	int fd, pm;
+
+	fd = open(file, O_RDWR);
+	if (fd < 0)
+		die(file);
+	mlen = (off - moff) + len;
+	p = mmap(NULL, mlen, PROT_READ | PROT_WRITE,
+		 private ? MAP_PRIVATE : MAP_SHARED, fd, moff);
+	if (p == MAP_FAILED)
+		die("mmap");
+	pm = open("/proc/self/pagemap", O_RDONLY);
+	if (pm < 0)
+		die("open pagemap");
+	/* a read fault first: it maps the shared page, if there is one */
+	before = *(volatile unsigned char *)p;
+	before = pfn_of(pm, (unsigned long)p);
+	memcpy(p + (off - moff), str, len);
+	after = pfn_of(pm, (unsigned long)p);
+	if (!private && msync(p, mlen, MS_SYNC))
+		die("msync");
+	printf("before %" PRIu64 " after %" PRIu64 "\n", before, after);
+	munmap(p, mlen);
+	close(fd);
+	return 0;
+}
+
+static int do_pid(const char *pid, const char *match)
+{
+	char path[64], line[4096];
+	FILE *maps;
+	int pm;
+
+	snprintf(path, sizeof(path), "/proc/%s/maps", pid);
+	maps = fopen(path, "r");
+	if (!maps)
+		die(path);
+	snprintf(path, sizeof(path), "/proc/%s/pagemap", pid);
+	pm = open(path, O_RDONLY);
+	if (pm < 0)
+		die(path);
+	while (fgets(line, sizeof(line), maps)) {
+		unsigned long lo, hi, pgoff, a;
+		char *name = strchr(line, '/');
+
+		if (!name || !strstr(name, match))
+			continue;
+		name[strcspn(name, "\n")] = 0;
+		if (sscanf(line, "%lx-%lx %*s %lx", &lo, &hi, &pgoff) != 3)
+			continue;
+		for (a = lo; a < hi; a += psz) {
+			uint64_t pfn = pfn_of(pm, a);
+
+			if (pfn)
+				printf("%s %lu %" PRIu64 "\n", name,
+				       pgoff / psz + (a - lo) / psz, pfn);
+		}
+	}
+	fclose(maps);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int private = 0, write = 0, opt, fd, k = 0;
+	const char *wstr = NULL, *pid = NULL;
+	off_t woff = 0;
+	unsigned char *p;
+	struct stat st;
+	size_t pages, i;
+	volatile unsigned char sink = 0;
+
+	psz = sysconf(_SC_PAGESIZE);
+	while ((opt = getopt(argc, argv, "Pw:p:")) != -1) {
+		switch (opt) {
+		case 'P':
+			private = 1;
+			break;
+		case 'w':
+			write = 1;
+			woff = strtoll(optarg, NULL, 0);
+			break;
+		case 'p':
+			pid = optarg;
+			break;
+		default:
+			goto usage;
+		}
+	}
+	if (pid)
+		return argc - optind == 1 ? do_pid(pid, argv[optind]) : 1;
+	if (write) {
+		if (argc - optind != 2)
+			goto usage;
+		wstr = argv[optind];
+		return do_write(private, woff, wstr, argv[optind + 1]);
+	}
+	if (argc - optind != 2)
+		goto usage;
+
+	fd = open(argv[optind], O_RDONLY);
+	if (fd < 0 || fstat(fd, &st))
+		die(argv[optind]);
+	pages = (st.st_size + psz - 1) / psz;
+	if (!pages) {
+		fprintf(stderr, "maptouch: %s is empty\n", argv[optind]);
+		return 1;
+	}
+	p = mmap(NULL, pages * psz, PROT_READ, private ? MAP_PRIVATE : MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		die("mmap");
+	signal(SIGUSR1, on_sig);
+	signal(SIGTERM, on_sig);
+	for (;;) {
+		for (i = 0; i < pages; i++)
+			sink += p[i * psz];
+		report(argv[optind + 1], k++, p, pages);
+		while (!again && !quit)
+			pause();
+		if (quit)
+			return 0;
+		again = 0;
+	}
+usage:
+	fprintf(stderr, "usage: maptouch [-P] FILE OUT | maptouch [-P] -w OFF STR FILE | maptouch -p PID MATCH\n");
+	return 1;
+}
