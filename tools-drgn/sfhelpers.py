@@ -10,22 +10,50 @@ filesystem's hidden extent-cache inode (indexed by disk bytenr >> 12) with
 a ``struct shared_folio`` descriptor in ->private; an *alias* is a
 ``struct sf_alias`` (a struct page allocated from slab, below the vmemmap)
 in a file's page cache, pointing at its physical folio.
+
+Mappings (part 2, mmap sharing): a read fault on an alias maps the
+*physical* page read-only into the file's own VMA, so the physical folio's
+mapcount counts PTEs in every sharer's processes, and each of those PTEs
+lies in some alias's mapping (alias->mapping->i_mmap) at that alias's
+index.  ``page_ptes()`` and ``alias_ptes()`` find them by walking the VMAs
+of a mapping and the page tables of each VMA's mm (x86_64, by hand:
+drgn 0.0.22 has no page-table or VMA helpers).  They take a ``memo`` dict
+that caches each mapping's VMAs and each mm's process for one look; pass
+the same dict to every call of a look, never across looks.
 """
 from collections import namedtuple
+from itertools import islice
 
-from drgn import Object, cast, container_of
+from drgn import FaultError, Object, cast, container_of
 from drgn.helpers.linux.fs import d_path, dentry_path, hlist_for_each_entry
 from drgn.helpers.linux.list import list_for_each_entry
 from drgn.helpers.linux.mm import pfn_to_page
 from drgn.helpers.linux.percpu import per_cpu_ptr
+from drgn.helpers.linux.pid import for_each_task
 from drgn.helpers.linux.cpumask import for_each_possible_cpu
 from drgn.helpers.linux.rbtree import rbtree_inorder_for_each_entry
 from drgn.helpers.linux.xarray import xa_for_each, xa_is_value, xa_load
 
 PAGE_SHIFT = 12
+DEFAULT_PAGE_OFFSET = 0xffff888000000000	# x86_64 without KASLR of memory
+DEFAULT_MAX_SHARING = 256	# mm/shared_folio.c: max_sharing
+ALIAS_LIST_LIMIT = 1 << 16	# never read more of a descriptor's list
+VMA_WALK_LIMIT = 1 << 20	# never read more VMAs of one mapping
 
 Shared = namedtuple("Shared", "fs bytenr folio pfn sf aliases")
 CacheEntry = namedtuple("CacheEntry", "index kind folio pfn physical")
+# A present page-table entry: the PFN it maps at the address looked up,
+# its R/W and dirty bits, and the size it maps (4 KiB, 2 MiB, 1 GiB).
+Pte = namedtuple("Pte", "pfn writable dirty size")
+# A VMA of a mapping's i_mmap, its range in page-cache indices and addresses.
+VmaRange = namedtuple("VmaRange", "first last start end vma mm")
+# A PTE found at index of mapping: in vma (of mm, process pid/comm; pid is
+# None if no task uses mm) at address.
+Mapper = namedtuple("Mapper", "pid comm mm vma address pte mapping index")
+
+
+class WalkError(RuntimeError):
+    """A walk read more than its bound: a corrupt list or tree."""
 
 
 # --- basics --------------------------------------------------------------
@@ -86,6 +114,21 @@ def mapcount(folio):
     return folio._mapcount.counter.value_() + 1
 
 
+def folio_order(prog, folio):
+    """folio_order(): 0, or the order kept in _flags_1 of a large folio."""
+    if not flag(prog, folio, "head"):
+        return 0
+    return folio._flags_1.value_() & 0xff
+
+
+def folio_mapcount(prog, folio):
+    """folio_mapcount(): _mapcount + 1 of an order-0 folio, _large_mapcount
+    + 1 of a large one."""
+    if folio_order(prog, folio) == 0:
+        return mapcount(folio)
+    return folio._large_mapcount.counter.value_() + 1
+
+
 # --- btrfs filesystems and their extent caches ---------------------------
 
 def for_each_btrfs(prog):
@@ -124,9 +167,34 @@ def sf_descriptor(prog, folio):
     return cast("struct shared_folio *", folio.private)
 
 
+def max_sharing(prog):
+    """The cap on aliases per physical folio (/sys/kernel/mm/shared_folio/max_sharing)."""
+    try:
+        return prog["max_sharing"].value_()
+    except KeyError:
+        return DEFAULT_MAX_SHARING
+
+
+def alias_walk_limit(prog, sf):
+    """How many entries of a descriptor's list a walk reads at most: the cap
+    (max_sharing, 256 by default) or the descriptor's count if larger (the
+    cap may have been lowered since), plus one, so that a list that does
+    not end (a cycle that misses the head) shows as one entry too many."""
+    n = min(sf.nr_aliases.value_(), ALIAS_LIST_LIMIT)
+    return max(max_sharing(prog), n) + 1
+
+
 def folio_aliases(prog, sf):
-    """The struct sf_alias * on a descriptor's list."""
-    return list(list_for_each_entry("struct sf_alias", sf.aliases.address_of_(), "node"))
+    """The struct sf_alias * on a descriptor's list, at most
+    alias_walk_limit() of them."""
+    return list(islice(list_for_each_entry("struct sf_alias", sf.aliases.address_of_(),
+                                           "node"), alias_walk_limit(prog, sf)))
+
+
+def shared(prog, fs_info, index, folio, sf):
+    """The Shared tuple of an extent-cache folio with descriptor sf."""
+    return Shared(fs_info, index << PAGE_SHIFT, folio, folio_pfn(prog, folio), sf,
+                  folio_aliases(prog, sf))
 
 
 def for_each_shared_folio(prog, fs_info=None):
@@ -142,8 +210,7 @@ def for_each_shared_folio(prog, fs_info=None):
             sf = sf_descriptor(prog, folio)
             if sf is None:
                 continue
-            yield Shared(fs, index << PAGE_SHIFT, folio, folio_pfn(prog, folio), sf,
-                         folio_aliases(prog, sf))
+            yield shared(prog, fs, index, folio, sf)
 
 
 def extent_cache_folios(prog, fs_info):
@@ -261,6 +328,220 @@ def owners_of(prog, physical_sf):
     return out
 
 
+# --- page tables, VMAs and the processes that map a page -----------------
+
+_PAGE_PRESENT = 1 << 0
+_PAGE_RW = 1 << 1
+_PAGE_DIRTY = 1 << 6
+_PAGE_PSE = 1 << 7
+_PAGE_PROTNONE = 1 << 8		# _PAGE_GLOBAL's bit, in a non-present entry
+_PHYSICAL_MASK = (1 << 52) - 1	# __PHYSICAL_MASK_SHIFT 52: PFN bits 12..51
+_PTE_PFN_MASK = _PHYSICAL_MASK & ~((1 << PAGE_SHIFT) - 1)
+
+
+def direct_map_base(prog):
+    """PAGE_OFFSET: page_offset_base under CONFIG_RANDOMIZE_MEMORY, else
+    the fixed 4-level base (as sfattach maps the direct map)."""
+    try:
+        return prog["page_offset_base"].value_()
+    except KeyError:
+        return DEFAULT_PAGE_OFFSET
+
+
+def pgtable_levels(prog):
+    """4, or 5 when CONFIG_X86_5LEVEL is built and LA57 in use."""
+    try:
+        return 5 if prog["__pgtable_l5_enabled"].value_() else 4
+    except KeyError:
+        return 4
+
+
+def _leaf(val, address, shift):
+    """The Pte of a leaf entry mapping 1 << shift bytes, or None."""
+    if not val & (_PAGE_PRESENT | _PAGE_PROTNONE):
+        return None		# none, swap or migration entry
+    pfnval = val if val & _PAGE_PRESENT else ~val	# PROT_NONE: PFN inverted (L1TF)
+    base = pfnval & _PHYSICAL_MASK & ~((1 << shift) - 1)
+    return Pte((base >> PAGE_SHIFT) + ((address & ((1 << shift) - 1)) >> PAGE_SHIFT),
+               bool(val & _PAGE_RW), bool(val & _PAGE_DIRTY), 1 << shift)
+
+
+def follow_pte(prog, mm, address, memo=None):
+    """The Pte that maps a user address in mm (struct mm_struct *), or None.
+
+    Walks mm->pgd by hand (x86_64, 4- or 5-level), reading every table
+    through the direct map (page_offset_base + physical address), so it
+    works the same on /proc/kcore, an ELF dump and the gdbstub (drgn 0.0.22
+    has no follow_pfn() and cannot read physical-only Programs).  A 2 MiB
+    or 1 GiB leaf gives the PFN of the 4 KiB page at address.  Raises
+    WalkError if a table cannot be read."""
+    memo = {} if memo is None else memo
+    if "paging" not in memo:
+        memo["paging"] = (direct_map_base(prog), pgtable_levels(prog))
+    base, levels = memo["paging"]
+    shifts = (48, 39, 30, 21, 12) if levels == 5 else (39, 30, 21, 12)
+    table = mm.pgd.value_()
+    for shift in shifts:
+        try:
+            val = prog.read_u64(table + ((address >> shift) & 511) * 8)
+        except FaultError:
+            raise WalkError("mm %#x: page table at %#x unreadable (looking up %#x)"
+                            % (mm.value_(), table, address))
+        if shift == PAGE_SHIFT:
+            return _leaf(val, address, shift)
+        if shift in (30, 21) and val & _PAGE_PSE:
+            return _leaf(val, address, shift)	# pud_leaf(), pmd_leaf()
+        if not val & _PAGE_PRESENT:
+            return None
+        table = base + (val & _PTE_PFN_MASK)
+    return None
+
+
+def mapping_vmas(prog, mapping, memo=None):
+    """The VMAs of mapping->i_mmap (struct rb_root_cached of vm_area_struct
+    linked by shared.rb), as VmaRange tuples in vm_pgoff order, read once
+    per look (memo).  Raises WalkError past VMA_WALK_LIMIT."""
+    key = ("vmas", mapping.value_())
+    if memo is not None and key in memo:
+        return memo[key]
+    out = []
+    root = mapping.i_mmap.rb_root.address_of_()
+    try:
+        for vma in islice(rbtree_inorder_for_each_entry("struct vm_area_struct", root,
+                                                        "shared.rb"), VMA_WALK_LIMIT + 1):
+            start, end = vma.vm_start.value_(), vma.vm_end.value_()
+            first = vma.vm_pgoff.value_()
+            out.append(VmaRange(first, first + ((end - start) >> PAGE_SHIFT) - 1, start, end,
+                                vma, vma.vm_mm.read_()))
+    except RecursionError:
+        raise WalkError("mapping %#x: i_mmap tree too deep (corrupt?)" % mapping.value_())
+    if len(out) > VMA_WALK_LIMIT:
+        raise WalkError("mapping %#x: more than %d VMAs in i_mmap (corrupt?)"
+                        % (mapping.value_(), VMA_WALK_LIMIT))
+    if memo is not None:
+        memo[key] = out
+    return out
+
+
+def vmas_covering(prog, mapping, index, memo=None):
+    """The VmaRange tuples of mapping whose range covers index
+    (vma_interval_tree_foreach(vma, &mapping->i_mmap, index, index))."""
+    out = []
+    for v in mapping_vmas(prog, mapping, memo):
+        if v.first > index:
+            break
+        if v.last >= index:
+            out.append(v)
+    return out
+
+
+def mm_process(prog, mm, memo=None):
+    """(pid, comm) of the process whose mm this is: mm->owner's thread
+    group (CONFIG_MEMCG), else a task whose ->mm is mm, preferring a
+    thread-group leader; (None, None) if no task uses it."""
+    memo = {} if memo is None else memo
+    key = ("mm", mm.value_())
+    if key in memo:
+        return memo[key]
+    res = (None, None)
+    try:
+        owner = mm.owner.read_()
+    except (AttributeError, FaultError):	# !CONFIG_MEMCG, or unreadable
+        owner = None
+    try:
+        if owner:
+            task = owner.group_leader.read_()
+            res = (task.tgid.value_(), task.comm.string_().decode(errors="replace"))
+    except FaultError:	# a stale owner: search instead
+        pass
+    if res[0] is None:
+        if "tasks" not in memo:
+            tasks = {}
+            for t in for_each_task(prog):
+                m = t.mm.value_()
+                if m and (m not in tasks or t.pid.value_() == t.tgid.value_()):
+                    tasks[m] = t
+            memo["tasks"] = tasks
+        task = memo["tasks"].get(mm.value_())
+        if task is not None:
+            res = (task.tgid.value_(), task.comm.string_().decode(errors="replace"))
+    memo[key] = res
+    return res
+
+
+def index_ptes(prog, mapping, index, memo=None):
+    """A Mapper for every present PTE at index in mapping's VMAs, whatever
+    page it maps (the caller compares Mapper.pte.pfn)."""
+    out = []
+    for v in vmas_covering(prog, mapping, index, memo):
+        address = v.start + ((index - v.first) << PAGE_SHIFT)
+        if not v.start <= address < v.end:
+            continue
+        pte = follow_pte(prog, v.mm, address, memo)
+        if pte is None:
+            continue
+        pid, comm = mm_process(prog, v.mm, memo)
+        out.append(Mapper(pid, comm, v.mm, v.vma, address, pte, mapping, index))
+    return out
+
+
+def pfn_is_anon(prog, pfn):
+    """True if the page at pfn is anonymous (its head's mapping has
+    PAGE_MAPPING_ANON): a MAP_PRIVATE copy-on-write page, not a file's."""
+    try:
+        page = pfn_to_page(prog, pfn)
+        head = page.compound_head.value_()
+        if head & 1:
+            page = Object(prog, "struct page *", value=head - 1)
+        return bool(page.mapping.value_() & 1)
+    except FaultError:
+        return False
+
+
+def page_ptes(prog, mapping, index, pfn, memo=None):
+    """(mapped, others): the Mappers at index of mapping whose PTE maps pfn,
+    and those whose PTE maps some other page that is not anonymous (a stale
+    PTE: a file's PTE must map its page-cache page).  Copy-on-write pages
+    of MAP_PRIVATE VMAs are left out."""
+    mapped, others = [], []
+    for m in index_ptes(prog, mapping, index, memo):
+        if m.pte.pfn == pfn:
+            mapped.append(m)
+        elif not pfn_is_anon(prog, m.pte.pfn):
+            others.append(m)
+    return mapped, others
+
+
+def alias_ptes(prog, aliases, pfn, memo=None):
+    """page_ptes() over every alias (struct sf_alias *, as folio_aliases()
+    gives them) in its mapping at its index: the PTEs of a physical page
+    (DOC: Mapping in mm/shared_folio.c), each (mm, address) once."""
+    mapped, others, seen, done = [], [], set(), set()
+    for a in aliases:
+        if a.value_() in done:	# a list that loops: each alias once
+            continue
+        done.add(a.value_())
+        alias = alias_folio(prog, a)
+        mapping = alias.mapping.read_()
+        if not mapping:
+            continue
+        m1, o1 = page_ptes(prog, mapping, alias.index.value_(), pfn, memo)
+        for found, out in ((m1, mapped), (o1, others)):
+            for m in found:
+                k = (m.mm.value_(), m.address)
+                if k not in seen:
+                    seen.add(k)
+                    out.append(m)
+    return mapped, others
+
+
+def process_name(m):
+    """"pid comm" of a Mapper, or "? <mm ADDR>" when no task uses its mm."""
+    if m.pid is None:
+        return "? <mm %#x>" % m.mm.value_()
+    return "%d %s" % (m.pid, m.comm)
+
+
 # --- counters ------------------------------------------------------------
 
 def node_stat_exact(prog, name):
@@ -313,22 +594,42 @@ def totals(prog):
 
 # --- invariants ----------------------------------------------------------
 
+def _where_pte(m):
+    """pid comm @address of a Mapper."""
+    return "%s @%#x" % (process_name(m), m.address)
+
+
 def audit(prog, counted=None):
     """Check the invariants of design/shared-folios.md; return a list of
     violations (strings), empty when all hold.  One walk: if counted is a
     dict, it receives what the walk found ("filesystems", "folios",
-    "aliases"), so that callers need not walk again."""
+    "aliases", "mapped": physical folios with a PTE, "ptes": their PTEs),
+    so that callers need not walk again.
+
+    The mapping checks compare each physical folio's mapcount with the PTEs
+    found in its aliases' mappings (alias_ptes()); on a live guest read
+    through /proc/kcore a fault or zap in between can make them differ."""
     bad = []
     listed = {}
-    seen = {"filesystems": 0, "folios": 0, "aliases": 0}
+    memo = {}
+    cap = max_sharing(prog)
+    seen = {"filesystems": 0, "folios": 0, "aliases": 0, "mapped": 0, "ptes": 0}
     for fs in for_each_btrfs(prog):
         if not has_sharing(fs):
             continue
         seen["filesystems"] += 1
         ec = extent_cache(fs)
         nfolios = naliases = 0
-        for s in for_each_shared_folio(prog, fs):
-            f, sf = s.folio, s.sf
+        for index, f in extent_cache_folios(prog, fs):
+            sf = sf_descriptor(prog, f)
+            if sf is None:
+                # no descriptor, no alias, so no PTE may map it
+                if folio_mapcount(prog, f):
+                    bad.append("extent-cache pfn %#x (bytenr %#x): no descriptor but mapped"
+                               " %d times" % (folio_pfn(prog, f), index << PAGE_SHIFT,
+                                              folio_mapcount(prog, f)))
+                continue
+            s = shared(prog, fs, index, f, sf)
             where = "physical pfn %#x (bytenr %#x)" % (s.pfn, s.bytenr)
             nfolios += 1
             naliases += len(s.aliases)
@@ -344,13 +645,43 @@ def audit(prog, counted=None):
             if sf.nr_aliases.value_() != len(s.aliases):
                 bad.append("%s: descriptor counts %d aliases, its list holds %d"
                            % (where, sf.nr_aliases.value_(), len(s.aliases)))
+            if len(s.aliases) >= alias_walk_limit(prog, sf):
+                bad.append("%s: alias list does not end within %d entries (cap %d)"
+                           % (where, len(s.aliases), cap))
             need = 2 + len(s.aliases) + mapcount(f)
             if refcount(f) < need:
                 bad.append("%s: refcount %d does not cover cache + descriptor + %d aliases"
                            " + %d mappings" % (where, refcount(f), len(s.aliases), mapcount(f)))
+            # every PTE of the physical page lies in an alias's mapping at
+            # the alias's index, read-only, and the mapcount counts them
+            order = folio_order(prog, f)
+            if order:
+                bad.append("%s: order %d, physical folios are order 0 (mappings not"
+                           " checked)" % (where, order))
+            else:
+                try:
+                    ptes, stale = alias_ptes(prog, s.aliases, s.pfn, memo)
+                except WalkError as e:
+                    bad.append("%s: %s" % (where, e))
+                    ptes, stale = None, []
+                if ptes is not None:
+                    seen["mapped"] += bool(ptes)
+                    seen["ptes"] += len(ptes)
+                    if len(ptes) != mapcount(f):
+                        bad.append("%s: mapcount %d, %d PTEs in its aliases' mappings%s"
+                                   % (where, mapcount(f), len(ptes),
+                                      "".join(" [%s]" % _where_pte(m) for m in ptes[:8])))
+                    for m in ptes:
+                        if m.pte.writable:
+                            bad.append("%s: mapped writable by %s" % (where, _where_pte(m)))
+                for m in stale:
+                    bad.append("%s: %s index %d maps pfn %#x, not its alias's page"
+                               % (where, _where_pte(m), m.index, m.pte.pfn))
             for a in s.aliases:
                 alias = alias_folio(prog, a)
                 aw = "alias %#x of %s" % (alias.value_(), where)
+                if listed.get(alias.value_()) is s:
+                    continue	# a list that loops: checked once
                 listed[alias.value_()] = s
                 if a.sf != sf:
                     bad.append("%s: points at another descriptor" % aw)
@@ -368,8 +699,10 @@ def audit(prog, counted=None):
                         bad.append("%s: alias is %s" % (aw, fl))
                 if not flag(prog, alias, "uptodate"):
                     bad.append("%s: alias not uptodate" % aw)
-                if mapcount(alias) != 0:
-                    bad.append("%s: alias mapped %d times" % (aw, mapcount(alias)))
+                if alias._mapcount.counter.value_() != -1:
+                    bad.append("%s: alias _mapcount %d, must stay -1 (the physical page"
+                               " is mapped, never an alias)"
+                               % (aw, alias._mapcount.counter.value_()))
                 if refcount(alias) < 1:
                     bad.append("%s: alias refcount %d" % (aw, refcount(alias)))
         seen["folios"] += nfolios
@@ -392,6 +725,9 @@ def audit(prog, counted=None):
                     bad.append("alias %#x of %s index %d: in the page cache but on no"
                                " descriptor's list" % (e.folio.value_(),
                                                        inode_name(prog, inode), e.index))
+                    if e.folio._mapcount.counter.value_() != -1:
+                        bad.append("alias %#x: _mapcount %d, must stay -1"
+                                   % (e.folio.value_(), e.folio._mapcount.counter.value_()))
                 elif e.folio.mapping != inode.i_mapping:
                     bad.append("alias %#x: in %s but its mapping is another"
                                % (e.folio.value_(), inode_name(prog, inode)))

@@ -2,13 +2,19 @@
 /*
  * maptouch: map a file, touch every page, and report what is mapped.
  *
- *   maptouch [-P] FILE OUT     map FILE whole, read-only (MAP_SHARED, or
+ *   maptouch [-P] [-F] FILE OUT
+ *                              map FILE whole, read-only (MAP_SHARED, or
  *                              MAP_PRIVATE with -P), read a byte of every
  *                              page, write OUT.0; on each SIGUSR1 touch the
  *                              pages again and write OUT.1, OUT.2, ...; exit
  *                              0 on SIGTERM.  OUT.k: "sum S pages N pss KB
  *                              rss KB", then "INDEX PFN" per page (PFN 0:
  *                              not present).  Written whole, then renamed.
+ *                              -F: then fork a child that keeps the mapping
+ *                              and reports to OUT.c.K alike (with -P the
+ *                              mapping is made writable and page 0 written
+ *                              first, so that fork copies the PTEs); the
+ *                              parent forwards its signals to the child.
  *   maptouch -w OFF STR FILE   write STR at byte OFF of FILE through a
  *                              MAP_SHARED mapping (or with -P a MAP_PRIVATE
  *                              one, which must leave FILE unchanged), msync,
@@ -31,6 +37,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static long psz;
@@ -183,7 +190,9 @@ static int do_pid(const char *pid, const char *match)
 
 int main(int argc, char **argv)
 {
-	int private = 0, write = 0, opt, fd, k = 0;
+	int private = 0, write = 0, fork_child = 0, opt, fd, k = 0;
+	pid_t child = 0;
+	char cout[4096];
 	const char *wstr = NULL, *pid = NULL;
 	off_t woff = 0;
 	unsigned char *p;
@@ -192,8 +201,11 @@ int main(int argc, char **argv)
 	volatile unsigned char sink = 0;
 
 	psz = sysconf(_SC_PAGESIZE);
-	while ((opt = getopt(argc, argv, "Pw:p:")) != -1) {
+	while ((opt = getopt(argc, argv, "PFw:p:")) != -1) {
 		switch (opt) {
+		case 'F':
+			fork_child = 1;
+			break;
 		case 'P':
 			private = 1;
 			break;
@@ -227,19 +239,38 @@ int main(int argc, char **argv)
 		fprintf(stderr, "maptouch: %s is empty\n", argv[optind]);
 		return 1;
 	}
-	p = mmap(NULL, pages * psz, PROT_READ, private ? MAP_PRIVATE : MAP_SHARED, fd, 0);
+	p = mmap(NULL, pages * psz, PROT_READ | (private && fork_child ? PROT_WRITE : 0),
+		 private ? MAP_PRIVATE : MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		die("mmap");
 	signal(SIGUSR1, on_sig);
 	signal(SIGTERM, on_sig);
+	for (i = 0; i < pages; i++)
+		sink += p[i * psz];
+	if (fork_child) {
+		if (private)
+			p[0] ^= 0xff;	/* an anonymous page: fork copies the PTEs */
+		child = fork();
+		if (child < 0)
+			die("fork");
+		if (!child) {
+			snprintf(cout, sizeof(cout), "%s.c", argv[optind + 1]);
+			argv[optind + 1] = cout;
+		}
+	}
 	for (;;) {
 		for (i = 0; i < pages; i++)
 			sink += p[i * psz];
 		report(argv[optind + 1], k++, p, pages);
 		while (!again && !quit)
 			pause();
-		if (quit)
+		if (child > 0)
+			kill(child, quit ? SIGTERM : SIGUSR1);
+		if (quit) {
+			if (child > 0)
+				waitpid(child, NULL, 0);
 			return 0;
+		}
 		again = 0;
 	}
 usage:

@@ -17,6 +17,28 @@
  * With -c and -r a run goes on across unmounts and boots: the state is
  * checkpointed at the end and resumed later, with the same sequence.
  *
+ * Mappings that outlive an operation: each file may hold up to NMAPS
+ * persistent mappings, MAP_SHARED (PROT_READ, or PROT_READ|PROT_WRITE) and
+ * at most one MAP_PRIVATE PROT_READ|PROT_WRITE, made by "map", dropped by
+ * "unmap", moved, grown or shrunk by "mremap" (MREMAP_MAYMOVE, sometimes
+ * MREMAP_FIXED), written through by "map_write", advised by "madvise"
+ * (DONTNEED, COLD, PAGEOUT, WILLNEED, POPULATE_READ) and read in full by
+ * "mcheck", which compares every page of every live mapping of a file with
+ * the model: a MAP_SHARED page (and a page of the MAP_PRIVATE one that the
+ * process never wrote) shows the file's current data, zeros past EOF in
+ * the page holding EOF, and SIGBUS when wholly beyond EOF; a page written
+ * through the MAP_PRIVATE mapping keeps what it held when first written
+ * (the file's data then) plus the writes, until a truncate below it or
+ * MADV_DONTNEED drops it.  Every operation that changes a file (or its
+ * page cache) is followed, with probability 1/2, by an mcheck of the files
+ * it touched, so that a stale PTE is caught right after the change.  A
+ * file's mappings go before it is unlinked (after an optional last mcheck
+ * of the unlinked inode) or its snapshot deleted.  "fork_read" forks a
+ * child that reads a range through a mapping (or a new one) and pread(2)
+ * and compares it with the model it inherited (and sometimes scribbles on
+ * its copy of the MAP_PRIVATE pages, which the parent then checks are
+ * still its own).  -m N weights all the mmap operations N times.
+ *
  * Usage: sfx [options] DIR      (DIR on btrfs, emptied first unless -r)
  * Exit: 0 all verified, 1 mismatch, 2 usage or setup error.
  */
@@ -26,6 +48,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -50,6 +73,31 @@
 #define MAXFILES	48
 #define MAXSUBVOLS	8
 #define LOGSZ		64
+#define NMAPS		4	/* persistent mappings per file */
+#define MAPPAGES	64	/* pages in each at most (bits of ->dirty) */
+
+#ifndef MADV_COLD
+#define MADV_COLD		20
+#endif
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT		21
+#endif
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ	22
+#endif
+
+/*
+ * A mapping of [off, off + len) of a file that lives across operations;
+ * off and len are multiples of BLK (the page size, checked at start).
+ */
+struct mmapping {
+	unsigned char *p;
+	size_t off, len;
+	bool priv;		/* MAP_PRIVATE, PROT_READ|PROT_WRITE */
+	bool wr;		/* MAP_SHARED with PROT_WRITE too */
+	uint64_t dirty;		/* MAP_PRIVATE: pages the process wrote */
+	unsigned char *cow;	/* ... and what they must hold (MAPPAGES pages) */
+};
 
 struct mfile {
 	bool used;
@@ -58,6 +106,8 @@ struct mfile {
 	int fd;
 	unsigned char *data;	/* what the file must contain */
 	size_t size;
+	int nmaps;		/* live mappings: map[0 .. nmaps - 1] */
+	struct mmapping map[NMAPS];
 };
 
 struct subvol {
@@ -80,6 +130,7 @@ static struct {
 	bool balance;
 	long hog_mb;
 	int racers;		/* reader threads per worker racing the operations */
+	int mmap_weight;	/* -m: the mmap operations' weights times this */
 	bool quiet;
 	double progress;	/* -p: a progress line every this many seconds */
 	long corrupt_at;	/* self-test: falsify the model at this op */
@@ -89,12 +140,12 @@ static struct {
 } opt = {
 	.seed = 1, .ops = 10000, .verify_every = 1000, .maxlen = 256 * 1024,
 	.nfiles = 8, .workers = 1, .mmap_ops = true, .direct_ops = true,
-	.snapshots = true, .drop_caches = true,
+	.snapshots = true, .drop_caches = true, .mmap_weight = 1,
 };
 
 /* Per worker state. */
 static int wid;
-static char wdir[PATH_MAX];
+static char wdir[32];
 static struct mfile files[MAXFILES];
 static struct subvol subvols[MAXSUBVOLS];
 static uint64_t rng;
@@ -121,14 +172,24 @@ static const char *const opnames[] = {
 	"read", "pread", "write", "dread", "dwrite", "truncate", "falloc",
 	"punch", "zero", "clone", "clonerange", "dedupe", "snapshot",
 	"fsync", "sync", "drop_caches", "dontneed", "mmap_read",
-	"mmap_shared_write", "mmap_private_write", "unlink", "verify",
+	"mmap_shared_write", "mmap_private_write", "unlink", "map", "unmap",
+	"mremap", "mcheck", "madvise", "map_write", "fork_read", "verify",
 };
 
 enum {
 	OP_READ, OP_PREAD, OP_WRITE, OP_DREAD, OP_DWRITE, OP_TRUNCATE,
 	OP_FALLOC, OP_PUNCH, OP_ZERO, OP_CLONE, OP_CLONERANGE, OP_DEDUPE,
 	OP_SNAPSHOT, OP_FSYNC, OP_SYNC, OP_DROP, OP_DONTNEED, OP_MREAD,
-	OP_MSHARED, OP_MPRIVATE, OP_UNLINK, OP_VERIFY, NR_OPS
+	OP_MSHARED, OP_MPRIVATE, OP_UNLINK, OP_MAP, OP_UNMAP, OP_MREMAP,
+	OP_MCHECK, OP_MADVISE, OP_MAPWRITE, OP_FORKREAD, OP_VERIFY, NR_OPS
+};
+_Static_assert(NR_OPS <= 32, "counts[] and op_seconds[] hold 32");
+_Static_assert(sizeof(opnames) / sizeof(opnames[0]) == NR_OPS, "opnames[]");
+
+/* The operations -M leaves out and -m weights up. */
+static const int mmap_ops[] = {
+	OP_MREAD, OP_MSHARED, OP_MPRIVATE, OP_MAP, OP_UNMAP, OP_MREMAP,
+	OP_MCHECK, OP_MADVISE, OP_MAPWRITE, OP_FORKREAD,
 };
 
 /* Relative frequency of each operation. */
@@ -138,7 +199,8 @@ static int weight[NR_OPS] = {
 	[OP_ZERO] = 2, [OP_CLONE] = 4, [OP_CLONERANGE] = 8, [OP_DEDUPE] = 4,
 	[OP_SNAPSHOT] = 1, [OP_FSYNC] = 2, [OP_SYNC] = 1, [OP_DROP] = 1,
 	[OP_DONTNEED] = 3, [OP_MREAD] = 4, [OP_MSHARED] = 3, [OP_MPRIVATE] = 3,
-	[OP_UNLINK] = 1,
+	[OP_UNLINK] = 1, [OP_MAP] = 3, [OP_UNMAP] = 1, [OP_MREMAP] = 1,
+	[OP_MCHECK] = 2, [OP_MADVISE] = 2, [OP_MAPWRITE] = 2, [OP_FORKREAD] = 1,
 };
 
 static void die(const char *fmt, ...)
@@ -204,10 +266,10 @@ static const char *fpath(const struct mfile *f)
 	return p;
 }
 
-static void mismatch(const struct mfile *f, const char *what, size_t off,
-		     const unsigned char *got, size_t len)
+/* @exp: what [off, off + len) must hold, @got: what it holds */
+static void mismatch_exp(const struct mfile *f, const char *what, size_t off,
+			 const unsigned char *exp, const unsigned char *got, size_t len)
 {
-	const unsigned char *exp = f->data + off;
 	size_t i, j;
 
 	for (i = 0; i < len && got[i] == exp[i]; i++)
@@ -224,6 +286,12 @@ static void mismatch(const struct mfile *f, const char *what, size_t off,
 	fprintf(stderr, "\nsfx: reproduce with: sfx -s %" PRIu64 " -n %ld ... (same options)\n",
 		opt.seed, opt.ops);
 	exit(1);
+}
+
+static void mismatch(const struct mfile *f, const char *what, size_t off,
+		     const unsigned char *got, size_t len)
+{
+	mismatch_exp(f, what, off, f->data + off, got, len);
 }
 
 static void check(const struct mfile *f, const char *what, size_t off,
@@ -248,10 +316,14 @@ static void fill(unsigned char *p, size_t len)
 	}
 }
 
+static void drop_cows(struct mfile *f, size_t size);
+
 static void model_resize(struct mfile *f, size_t size)
 {
 	if (size > f->size)
 		memset(f->data + f->size, 0, size - f->size);
+	else
+		drop_cows(f, size);
 	f->size = size;
 }
 
@@ -367,6 +439,201 @@ static void xpwrite(struct mfile *f, int fd, const unsigned char *buf, size_t le
 	}
 }
 
+/*
+ * Reads and writes through mappings go through guarded_copy(): a SIGBUS
+ * there makes it return false; a SIGBUS anywhere else (a per-operation
+ * mapping, say) is a failure, reported with the log.  The handler runs with
+ * SA_NODEFER, so that leaving it by siglongjmp() needs no signal mask.
+ */
+static sigjmp_buf bus_env;
+static volatile sig_atomic_t bus_armed;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	if (bus_armed) {
+		bus_armed = 0;
+		siglongjmp(bus_env, 1);
+	}
+	dump_log();
+	fprintf(stderr, "sfx[%d]: MISMATCH: unexpected SIGBUS at %p, op %ld\n", wid,
+		si->si_addr, opno);
+	_exit(1);
+}
+
+static bool guarded_copy(void *dst, const void *src, size_t len)
+{
+	if (sigsetjmp(bus_env, 0))
+		return false;
+	bus_armed = 1;
+	__asm__ __volatile__("" ::: "memory");
+	memcpy(dst, src, len);
+	__asm__ __volatile__("" ::: "memory");
+	bus_armed = 0;
+	return true;
+}
+
+static const char *map_kind(const struct mmapping *m)
+{
+	return m->priv ? "private" : m->wr ? "shared-rw" : "shared";
+}
+
+/* Mapping pages [first, first + n) as a 64-bit mask (n <= MAPPAGES). */
+static uint64_t page_mask(size_t first, size_t n)
+{
+	return (n >= 64 ? ~0ULL : (1ULL << n) - 1) << first;
+}
+
+/*
+ * What page @i of @m must show: fills @exp and returns true, or returns
+ * false if touching it must raise SIGBUS (wholly beyond EOF, not a page the
+ * process wrote through its MAP_PRIVATE mapping).
+ */
+static bool expect_page(const struct mfile *f, const struct mmapping *m, size_t i,
+			unsigned char *exp)
+{
+	size_t fo = m->off + i * BLK, n;
+
+	if (m->priv && (m->dirty >> i & 1)) {
+		memcpy(exp, m->cow + i * BLK, BLK);
+		return true;
+	}
+	if (fo >= f->size)
+		return false;
+	n = f->size - fo < BLK ? f->size - fo : BLK;
+	memcpy(exp, f->data + fo, n);
+	memset(exp + n, 0, BLK - n);	/* past EOF in the page holding it */
+	return true;
+}
+
+/* Reads pages [first, first + n) of mapping @m (slot @k of @f, -1: none). */
+static void check_pages(const struct mfile *f, const struct mmapping *m, int k,
+			size_t first, size_t n, const char *why)
+{
+	static unsigned char exp[BLK], got[BLK];
+	char what[192];
+	size_t i;
+
+	for (i = first; i < first + n && i < m->len / BLK; i++) {
+		size_t fo = m->off + i * BLK;
+		bool readable = expect_page(f, m, i, exp);
+
+		if (!guarded_copy(got, m->p + i * BLK, readable ? BLK : 1)) {
+			if (!readable)
+				continue;	/* SIGBUS, as it must */
+			dump_log();
+			fprintf(stderr, "sfx[%d]: MISMATCH: SIGBUS in %s through %s mapping #%d (%zu+%zu) of %s (size %zu) at offset %zu, below EOF, op %ld\n",
+				wid, why, map_kind(m), k, m->off, m->len, fpath(f), f->size, fo, opno);
+			exit(1);
+		}
+		if (!readable) {
+			dump_log();
+			fprintf(stderr, "sfx[%d]: MISMATCH: no SIGBUS in %s through %s mapping #%d (%zu+%zu) of %s (size %zu) at offset %zu, wholly beyond EOF (read %02x): a stale PTE, op %ld\n",
+				wid, why, map_kind(m), k, m->off, m->len, fpath(f), f->size, fo,
+				got[0], opno);
+			exit(1);
+		}
+		if (memcmp(got, exp, BLK)) {
+			snprintf(what, sizeof(what), "%s through %s mapping #%d (%zu+%zu%s)", why,
+				 map_kind(m), k, m->off, m->len,
+				 m->priv && (m->dirty >> i & 1) ? ", a page it wrote" : "");
+			mismatch_exp(f, what, fo, exp, got, BLK);
+		}
+	}
+}
+
+/* Every page of every live mapping of @f against the model. */
+static void mcheck_file(const struct mfile *f, const char *why)
+{
+	int k;
+
+	for (k = 0; k < f->nmaps; k++)
+		check_pages(f, &f->map[k], k, 0, f->map[k].len / BLK, why);
+}
+
+/* The same, logged (a file without mappings has nothing to check). */
+static void mcheck_logged(const struct mfile *f, const char *note)
+{
+	if (!f->used || !f->nmaps)
+		return;
+	logop("mcheck %s (%d mappings)%s", fpath(f), f->nmaps, note);
+	mcheck_file(f, "mcheck");
+}
+
+static void mcheck_all_logged(const char *note)
+{
+	int i;
+
+	for (i = 0; i < MAXFILES; i++)
+		mcheck_logged(&files[i], note);
+}
+
+/* Maps the mapping described in slot @k of @f (p not set yet). */
+static void map_attach(struct mfile *f, int k, bool populate)
+{
+	struct mmapping *m = &f->map[k];
+	int prot = PROT_READ | (m->priv || m->wr ? PROT_WRITE : 0);
+	int flags = (m->priv ? MAP_PRIVATE : MAP_SHARED) | (populate ? MAP_POPULATE : 0);
+
+	m->p = mmap(NULL, m->len, prot, flags, f->fd, m->off);
+	if (m->p == MAP_FAILED)
+		die("mmap %s %zu+%zu: %s", fpath(f), m->off, m->len, strerror(errno));
+}
+
+static int map_create(struct mfile *f, size_t off, size_t len, bool priv, bool wr,
+		      bool populate)
+{
+	struct mmapping *m = &f->map[f->nmaps];
+
+	memset(m, 0, sizeof(*m));
+	m->off = off;
+	m->len = len;
+	m->priv = priv;
+	m->wr = wr && !priv;
+	if (priv && !(m->cow = malloc(MAPPAGES * BLK)))
+		die("out of memory");
+	map_attach(f, f->nmaps, populate);
+	return f->nmaps++;
+}
+
+static void unmap_slot(struct mfile *f, int k)
+{
+	struct mmapping *m = &f->map[k];
+
+	if (munmap(m->p, m->len))
+		die("munmap %s: %s", fpath(f), strerror(errno));
+	free(m->cow);
+	if (k != f->nmaps - 1)
+		*m = f->map[f->nmaps - 1];
+	memset(&f->map[--f->nmaps], 0, sizeof(*m));
+}
+
+static void unmap_all(struct mfile *f)
+{
+	while (f->nmaps)
+		unmap_slot(f, f->nmaps - 1);
+}
+
+/*
+ * A truncate to @size drops the pages a MAP_PRIVATE mapping wrote that lie
+ * wholly beyond the new EOF (truncate_pagecache() unmaps even the COWed
+ * pages there); the page holding EOF keeps what the process wrote.
+ */
+static void drop_cows(struct mfile *f, size_t size)
+{
+	int k;
+
+	for (k = 0; k < f->nmaps; k++) {
+		struct mmapping *m = &f->map[k];
+		size_t i;
+
+		for (i = 0; m->priv && i < m->len / BLK; i++)
+			if (m->off + i * BLK >= size)
+				m->dirty &= ~(1ULL << i);
+	}
+}
+
 static void verify_file(struct mfile *f)
 {
 	struct stat st;
@@ -380,6 +647,7 @@ static void verify_file(struct mfile *f)
 		exit(1);
 	}
 	xpread(f, "verify", f->fd, iobuf, opt.maxlen, 0);
+	mcheck_file(f, "verify");
 }
 
 static void verify_all(void)
@@ -531,6 +799,7 @@ static void do_clone(struct mfile *dst, struct mfile *src, bool whole)
 		/* as cp --reflink over an existing file: the tail goes too */
 		if (ftruncate(dst->fd, 0))
 			die("truncate %s: %s", fpath(dst), strerror(errno));
+		drop_cows(dst, 0);
 		if (ioctl(dst->fd, FICLONE, src->fd))
 			die("FICLONE %s <- %s: %s", fpath(dst), fpath(src), strerror(errno));
 		memcpy(dst->data, src->data, src->size);
@@ -632,6 +901,8 @@ static void close_subvol_files(int s, bool forget)
 	for (i = 0; i < MAXFILES; i++) {
 		if (!files[i].used || files[i].subvol != s)
 			continue;
+		if (forget)
+			unmap_all(&files[i]);
 		close(files[i].fd);
 		if (forget) {
 			free(files[i].data);
@@ -645,7 +916,8 @@ static int open_dir(const char *sub)
 	char p[PATH_MAX];
 	int fd;
 
-	snprintf(p, sizeof(p), "%s%s%s", wdir, sub ? "/" : "", sub ? sub : "");
+	if (snprintf(p, sizeof(p), "%s%s%s", wdir, sub ? "/" : "", sub ? sub : "") >= (int)sizeof(p))
+		die("path %s/%s too long", wdir, sub);
 	fd = open(p, O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
 		die("open %s: %s", p, strerror(errno));
@@ -727,6 +999,13 @@ static void do_unlink(struct mfile *f)
 	logop("unlink %s", fpath(f));
 	if (unlink(fpath(f)))
 		die("unlink %s: %s", fpath(f), strerror(errno));
+	/*
+	 * The inode lives on while mapped, with the same data: check that,
+	 * then let the mappings go with the file (the model forgets it).
+	 */
+	if (opt.mmap_ops && below(2))
+		mcheck_logged(f, " after unlink");
+	unmap_all(f);
 	close(f->fd);
 	/* and a new file in its place, cloned from another */
 	snprintf(name, sizeof(name), "%s", f->name);
@@ -753,6 +1032,7 @@ static void do_mmap(struct mfile *f, int op)
 	size_t off, len, moff, mlen;
 	unsigned char *p;
 	int prot = PROT_READ, flags = MAP_SHARED;
+	bool sync = false, readback = false;
 
 	if (f->size == 0)
 		return;
@@ -764,7 +1044,12 @@ static void do_mmap(struct mfile *f, int op)
 		prot |= PROT_WRITE;
 	if (op == OP_MPRIVATE)
 		flags = MAP_PRIVATE;
-	logop("%s %s %zu+%zu", opnames[op], fpath(f), off, len);
+	if (op == OP_MSHARED) {
+		sync = below(2);
+		readback = below(2);
+	}
+	logop("%s %s %zu+%zu%s%s", opnames[op], fpath(f), off, len, sync ? " msync" : "",
+	      readback ? " pread" : "");
 	p = mmap(NULL, mlen, prot, flags, f->fd, moff);
 	if (p == MAP_FAILED)
 		die("mmap %s: %s", fpath(f), strerror(errno));
@@ -780,15 +1065,352 @@ static void do_mmap(struct mfile *f, int op)
 			exit(1);
 		}
 		if (op == OP_MSHARED) {
-			if (msync(p, mlen, MS_SYNC))
-				die("msync: %s", strerror(errno));
 			memcpy(f->data + off, iobuf, len);
+			if (sync && msync(p, mlen, MS_SYNC))
+				die("msync: %s", strerror(errno));
+			/* the page cache is one: read(2) sees it, msync or not */
+			if (readback)
+				xpread(f, sync ? "pread after msync" : "pread after MAP_SHARED write",
+				       f->fd, dbuf, len, off);
 		}
 	}
 	munmap(p, mlen);
 	/* a private write never reaches the file */
 	if (op == OP_MPRIVATE)
 		xpread(f, "pread after MAP_PRIVATE write", f->fd, iobuf, len, off);
+}
+
+static bool has_map(const struct mfile *f, bool writable)
+{
+	int k;
+
+	for (k = 0; k < f->nmaps; k++)
+		if (!writable || f->map[k].priv || f->map[k].wr)
+			return true;
+	return false;
+}
+
+/*
+ * The file a mapping operation works on: @f if it has a mapping (a
+ * writable one if @writable), else a random one of the files that do;
+ * NULL if none does.
+ */
+static struct mfile *mapped_file(struct mfile *f, bool writable)
+{
+	int idx[MAXFILES], n = 0, i;
+
+	if (has_map(f, writable))
+		return f;
+	for (i = 0; i < MAXFILES; i++)
+		if (files[i].used && has_map(&files[i], writable))
+			idx[n++] = i;
+	return n ? &files[idx[below(n)]] : NULL;
+}
+
+static int pick_map(const struct mfile *f, bool writable)
+{
+	int slot[NMAPS], n = 0, k;
+
+	for (k = 0; k < f->nmaps; k++)
+		if (!writable || f->map[k].priv || f->map[k].wr)
+			slot[n++] = k;
+	return slot[below(n)];
+}
+
+/* Pages of @m that may be touched without SIGBUS: a prefix of it. */
+static size_t touchable_pages(const struct mfile *f, const struct mmapping *m)
+{
+	size_t eof = (f->size + BLK - 1) / BLK * BLK;
+
+	if (eof <= m->off)
+		return 0;
+	return (eof - m->off) / BLK < m->len / BLK ? (eof - m->off) / BLK : m->len / BLK;
+}
+
+/* A random range of whole pages to map: mostly over the file's data. */
+static void map_range(const struct mfile *f, size_t maxpages, size_t *off, size_t *len)
+{
+	size_t all = opt.maxlen / BLK, first, lim;
+
+	if (f->size && below(4))
+		first = below((f->size + BLK - 1) / BLK);
+	else
+		first = below(all);
+	lim = all - first < maxpages ? all - first : maxpages;
+	*off = first * BLK;
+	*len = (1 + below(lim)) * BLK;
+}
+
+static struct mfile *do_unmap(struct mfile *f)
+{
+	struct mmapping *m;
+	int k;
+
+	f = mapped_file(f, false);
+	if (!f)
+		return NULL;
+	k = below(f->nmaps);
+	m = &f->map[k];
+	logop("unmap %s #%d (%s %zu+%zu)", fpath(f), k, map_kind(m), m->off, m->len);
+	unmap_slot(f, k);
+	return f;
+}
+
+/* A new persistent mapping of @f (in place of one, when it has NMAPS). */
+static struct mfile *do_map(struct mfile *f)
+{
+	bool priv, wr, populate;
+	size_t off, len;
+	int k;
+
+	if (f->nmaps == NMAPS)
+		return do_unmap(f);
+	priv = below(3) == 0;
+	for (k = 0; k < f->nmaps; k++)
+		if (f->map[k].priv)
+			priv = false;	/* one MAP_PRIVATE mapping at most */
+	wr = !priv && below(2);
+	populate = below(4) == 0;
+	map_range(f, MAPPAGES, &off, &len);
+	logop("map %s #%d %zu+%zu %s%s", fpath(f), f->nmaps, off, len,
+	      priv ? "private" : wr ? "shared-rw" : "shared", populate ? " populate" : "");
+	k = map_create(f, off, len, priv, wr, populate);
+	if (priv && populate) {
+		struct mmapping *m = &f->map[k];
+		size_t i;
+
+		/*
+		 * MAP_POPULATE faults a writable private mapping in for write
+		 * (populate_vma_page_range()): every page below EOF is COWed
+		 * now, with the file's data, and no longer follows the file.
+		 */
+		for (i = 0; i < touchable_pages(f, m); i++) {
+			expect_page(f, m, i, m->cow + i * BLK);
+			m->dirty |= 1ULL << i;
+		}
+	}
+	check_pages(f, &f->map[k], k, 0, len / BLK, "map");
+	return f;
+}
+
+/* mremap: grow, shrink or move (to an address of its choosing, or one given) */
+static struct mfile *do_mremap(struct mfile *f)
+{
+	size_t all = opt.maxlen / BLK, lim, len;
+	struct mmapping *m;
+	bool fixed;
+	void *p, *q;
+	int k;
+
+	f = mapped_file(f, false);
+	if (!f)
+		return NULL;
+	k = below(f->nmaps);
+	m = &f->map[k];
+	lim = all - m->off / BLK < MAPPAGES ? all - m->off / BLK : MAPPAGES;
+	len = (1 + below(lim)) * BLK;
+	fixed = below(3) == 0;
+	logop("mremap %s #%d (%s %zu+%zu) to +%zu%s", fpath(f), k, map_kind(m), m->off,
+	      m->len, len, fixed ? " fixed" : "");
+	if (fixed) {
+		/* a new place, reserved first: MREMAP_FIXED replaces it */
+		q = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (q == MAP_FAILED)
+			die("mmap: %s", strerror(errno));
+		p = mremap(m->p, m->len, len, MREMAP_MAYMOVE | MREMAP_FIXED, q);
+	} else {
+		p = mremap(m->p, m->len, len, MREMAP_MAYMOVE);
+	}
+	if (p == MAP_FAILED)
+		die("mremap %s %zu+%zu to +%zu: %s", fpath(f), m->off, m->len, len, strerror(errno));
+	m->p = p;
+	m->len = len;
+	m->dirty &= page_mask(0, len / BLK);	/* the pages cut off are gone */
+	check_pages(f, m, k, 0, len / BLK, "mremap");
+	return f;
+}
+
+static struct mfile *do_mcheck(struct mfile *f)
+{
+	if (!f->nmaps) {
+		logop("mcheck all");
+		mcheck_all_logged("");
+		return NULL;
+	}
+	logop("mcheck %s (%d mappings)", fpath(f), f->nmaps);
+	mcheck_file(f, "mcheck");
+	return f;
+}
+
+static struct mfile *do_madvise(struct mfile *f)
+{
+	static const int adv[] = {
+		MADV_DONTNEED, MADV_COLD, MADV_PAGEOUT, MADV_WILLNEED, MADV_POPULATE_READ,
+	};
+	static const char *const advname[] = {
+		"DONTNEED", "COLD", "PAGEOUT", "WILLNEED", "POPULATE_READ",
+	};
+	struct mmapping *m;
+	size_t first, n, ok;
+	int k, a;
+
+	f = mapped_file(f, false);
+	if (!f)
+		return NULL;
+	k = below(f->nmaps);
+	m = &f->map[k];
+	first = below(m->len / BLK);
+	n = 1 + below(m->len / BLK - first);
+	a = below(5);
+	if (adv[a] == MADV_POPULATE_READ) {
+		/* it fails with EFAULT where a read would raise SIGBUS */
+		ok = touchable_pages(f, m);
+		n = first >= ok ? 0 : first + n > ok ? ok - first : n;
+	}
+	logop("madvise %s #%d (%s %zu+%zu) pages %zu+%zu %s", fpath(f), k, map_kind(m), m->off,
+	      m->len, first, n, advname[a]);
+	if (n && madvise(m->p + first * BLK, n * BLK, adv[a])) {
+		if (errno == EFAULT && adv[a] == MADV_POPULATE_READ) {
+			dump_log();
+			fprintf(stderr, "sfx[%d]: MISMATCH: MADV_POPULATE_READ of pages below EOF of %s (size %zu) failed with EFAULT (SIGBUS), op %ld\n",
+				wid, fpath(f), f->size, opno);
+			exit(1);
+		}
+		/* COLD, PAGEOUT, POPULATE_READ: not on every kernel */
+		if (errno != EINVAL || adv[a] == MADV_DONTNEED || adv[a] == MADV_WILLNEED)
+			die("madvise %s %s: %s", advname[a], fpath(f), strerror(errno));
+	}
+	if (n && adv[a] == MADV_DONTNEED && m->priv)
+		m->dirty &= ~page_mask(first, n);	/* back to the file's pages */
+	mcheck_file(f, "mcheck after madvise");
+	return f;
+}
+
+/*
+ * A write through a writable persistent mapping: through MAP_SHARED it
+ * changes the file (below EOF only: what lands past EOF is not kept); through
+ * MAP_PRIVATE it copies each page it touches first (the model takes the
+ * page's current view) and leaves the file alone.
+ */
+static struct mfile *do_mapwrite(struct mfile *f)
+{
+	struct mmapping *m;
+	size_t end, avail, a, n, i;
+	bool sync, readback;
+	int k;
+
+	f = mapped_file(f, true);
+	if (!f)
+		return NULL;
+	k = pick_map(f, true);
+	m = &f->map[k];
+	end = m->priv ? m->off + touchable_pages(f, m) * BLK : f->size;
+	if (end > m->off + m->len)
+		end = m->off + m->len;
+	if (end <= m->off)
+		return f;	/* all beyond EOF */
+	avail = end - m->off;
+	a = below(avail);
+	n = 1 + below(avail - a < 8 * BLK ? avail - a : 8 * BLK);
+	sync = !m->priv && below(2);
+	readback = below(2);
+	logop("map_write %s #%d (%s %zu+%zu) at %zu+%zu%s%s", fpath(f), k, map_kind(m), m->off,
+	      m->len, m->off + a, n, sync ? " msync" : "", readback ? " pread" : "");
+	fill(iobuf, n);
+	if (m->priv) {
+		for (i = a / BLK; i <= (a + n - 1) / BLK; i++)
+			if (!(m->dirty >> i & 1)) {
+				expect_page(f, m, i, m->cow + i * BLK);
+				m->dirty |= 1ULL << i;
+			}
+		memcpy(m->cow + a, iobuf, n);
+	} else {
+		model_write(f, m->off + a, iobuf, n);
+	}
+	if (!guarded_copy(m->p + a, iobuf, n)) {
+		dump_log();
+		fprintf(stderr, "sfx[%d]: MISMATCH: SIGBUS writing through %s mapping #%d of %s (size %zu) at %zu+%zu, below EOF, op %ld\n",
+			wid, map_kind(m), k, fpath(f), f->size, m->off + a, n, opno);
+		exit(1);
+	}
+	check_pages(f, m, k, a / BLK, (a + n - 1) / BLK - a / BLK + 1, "map_write");
+	if (sync && msync(m->p + a / BLK * BLK, (a + n + BLK - 1) / BLK * BLK - a / BLK * BLK,
+			  MS_SYNC))
+		die("msync %s: %s", fpath(f), strerror(errno));
+	if (readback)
+		xpread(f, m->priv ? "pread after a MAP_PRIVATE map_write" :
+		       "pread after a MAP_SHARED map_write", f->fd, dbuf, n, m->off + a);
+	return f;
+}
+
+/*
+ * fork_read: a child reads pages through one of @f's mappings (or a new
+ * one of its own) and with pread(2), against the model it inherited; with
+ * a MAP_PRIVATE mapping it may then scribble on its copy, which must not
+ * show in the parent's.
+ */
+static struct mfile *do_forkread(struct mfile *f)
+{
+	static unsigned char junk[BLK];
+	struct mmapping anew, *m = &anew;
+	size_t first, n, ok, i;
+	bool scribble;
+	pid_t pid;
+	int k, st;
+
+	memset(&anew, 0, sizeof(anew));
+	k = f->nmaps ? (int)below(f->nmaps + 1) : f->nmaps;
+	if (k < f->nmaps)
+		m = &f->map[k];
+	else
+		map_range(f, 16, &anew.off, &anew.len);
+	first = below(m->len / BLK);
+	n = 1 + below(m->len / BLK - first);
+	scribble = m->priv && below(2);
+	logop("fork_read %s %s%d (%s %zu+%zu) pages %zu+%zu%s", fpath(f),
+	      m == &anew ? "new " : "#", m == &anew ? 0 : k, map_kind(m), m->off, m->len,
+	      first, n, scribble ? " scribble" : "");
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		if (m == &anew) {
+			m->p = mmap(NULL, m->len, PROT_READ, MAP_SHARED, f->fd, m->off);
+			if (m->p == MAP_FAILED)
+				die("mmap %s in fork_read: %s", fpath(f), strerror(errno));
+		}
+		check_pages(f, m, m == &anew ? -1 : k, first, n, "fork_read child");
+		xpread(f, "pread in fork_read child", f->fd, dbuf, n * BLK, m->off + first * BLK);
+		if (scribble) {
+			memset(junk, 0xa5, sizeof(junk));
+			ok = touchable_pages(f, m);
+			for (i = first; i < first + n && i < ok; i++)
+				if (!guarded_copy(m->p + i * BLK, junk, BLK)) {
+					dump_log();
+					fprintf(stderr, "sfx[%d]: MISMATCH: SIGBUS writing through MAP_PRIVATE mapping #%d of %s (size %zu) at %zu in fork_read child, below EOF\n",
+						wid, k, fpath(f), f->size, m->off + i * BLK);
+					_exit(1);
+				}
+		}
+		_exit(0);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			die("waitpid: %s", strerror(errno));
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		if (!WIFEXITED(st))
+			dump_log();	/* else the child printed it */
+		fprintf(stderr, "sfx[%d]: %s: fork_read child of op %ld failed (%s %d)\n", wid,
+			WIFEXITED(st) && WEXITSTATUS(st) == 2 ? "ERROR" : "MISMATCH", opno,
+			WIFSIGNALED(st) ? "signal" : "status",
+			WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+		exit(WIFEXITED(st) && WEXITSTATUS(st) == 2 ? 2 : 1);
+	}
+	if (scribble)
+		check_pages(f, m, k, first, n, "after fork_read");
+	return f;
 }
 
 static int pick_op(void)
@@ -808,9 +1430,22 @@ static int pick_op(void)
 
 static double now(void);
 
+/*
+ * The operations after which the live mappings of the files they touched
+ * are checked with probability 1/2: those that change a file or what of
+ * it is in the page cache (or write it back).
+ */
+static const bool check_after[NR_OPS] = {
+	[OP_WRITE] = true, [OP_DREAD] = true, [OP_DWRITE] = true, [OP_TRUNCATE] = true,
+	[OP_FALLOC] = true, [OP_PUNCH] = true, [OP_ZERO] = true, [OP_CLONE] = true,
+	[OP_CLONERANGE] = true, [OP_DEDUPE] = true, [OP_SNAPSHOT] = true,
+	[OP_FSYNC] = true, [OP_SYNC] = true, [OP_DROP] = true, [OP_DONTNEED] = true,
+	[OP_MSHARED] = true, [OP_MPRIVATE] = true, [OP_MAPWRITE] = true,
+};
+
 static void one_op(void)
 {
-	struct mfile *f = pick(), *g = pick();
+	struct mfile *f = pick(), *g = pick(), *t = f;
 	int op = pick_op();
 	double t0 = now();
 
@@ -872,8 +1507,40 @@ static void one_op(void)
 		do_mmap(f, op);
 		break;
 	case OP_UNLINK:
-		do_unlink(f);
+		do_unlink(f);	/* checks the unlinked file's mappings itself */
 		break;
+	case OP_MAP:
+		do_map(f);
+		break;
+	case OP_UNMAP:
+		do_unmap(f);
+		break;
+	case OP_MREMAP:
+		do_mremap(f);
+		break;
+	case OP_MCHECK:
+		do_mcheck(f);
+		break;
+	case OP_MADVISE:
+		do_madvise(f);
+		break;
+	case OP_MAPWRITE:
+		t = do_mapwrite(f);
+		break;
+	case OP_FORKREAD:
+		do_forkread(f);
+		break;
+	}
+	/* catch a stale PTE right after the change that left it */
+	if (opt.mmap_ops && check_after[op] && below(2)) {
+		if (op == OP_SNAPSHOT) {
+			/* it may have deleted a snapshot, f's and g's included */
+			mcheck_all_logged(" after snapshot");
+		} else if (t) {
+			mcheck_logged(t, "");
+			if (g != t && (op == OP_CLONE || op == OP_CLONERANGE || op == OP_DEDUPE))
+				mcheck_logged(g, " (source)");
+		}
 	}
 	op_seconds[op] += now() - t0;
 }
@@ -941,6 +1608,7 @@ static volatile sig_atomic_t stop;
 
 static void on_alarm(int sig)
 {
+	(void)sig;
 	stop = 1;
 }
 
@@ -968,7 +1636,7 @@ static double now(void)
  * A new value whenever what an operation draws from rnd() changes: a
  * checkpoint of the old sequence must not resume into the new one.
  */
-#define CKPT_MAGIC	"sfxckpt2"
+#define CKPT_MAGIC	"sfxckpt3"
 #define CKPT_MARK	".sfx-checkpoint"
 
 struct ckpt {
@@ -983,6 +1651,11 @@ struct ckpt {
 		int32_t used, subvol;
 		char name[32];
 		uint64_t size;
+		int32_t nmaps, pad;
+		struct {
+			uint64_t off, len, dirty;
+			int32_t priv, wr;
+		} map[NMAPS];
 	} files[MAXFILES];
 	char oplog[LOGSZ][160];
 };
@@ -1008,7 +1681,7 @@ static void ckpt_save(uint64_t hash)
 	uint64_t h = 0xcbf29ce484222325ULL;
 	struct ckpt *c = calloc(1, sizeof(*c));
 	FILE *fp;
-	int i;
+	int i, k;
 
 	if (!c)
 		die("out of memory");
@@ -1033,6 +1706,14 @@ static void ckpt_save(uint64_t hash)
 		c->files[i].subvol = files[i].subvol;
 		memcpy(c->files[i].name, files[i].name, sizeof(c->files[i].name));
 		c->files[i].size = files[i].used ? files[i].size : 0;
+		c->files[i].nmaps = files[i].used ? files[i].nmaps : 0;
+		for (k = 0; k < c->files[i].nmaps; k++) {
+			c->files[i].map[k].off = files[i].map[k].off;
+			c->files[i].map[k].len = files[i].map[k].len;
+			c->files[i].map[k].dirty = files[i].map[k].dirty;
+			c->files[i].map[k].priv = files[i].map[k].priv;
+			c->files[i].map[k].wr = files[i].map[k].wr;
+		}
 	}
 	memcpy(c->oplog, oplog, sizeof(oplog));
 
@@ -1047,6 +1728,18 @@ static void ckpt_save(uint64_t hash)
 		if (files[i].used) {
 			h = fnv(h, files[i].data, files[i].size);
 			fwrite(files[i].data, 1, files[i].size, fp);
+		}
+	/* then the pages written through MAP_PRIVATE mappings */
+	for (i = 0; i < MAXFILES; i++)
+		for (k = 0; files[i].used && k < files[i].nmaps; k++) {
+			const struct mmapping *m = &files[i].map[k];
+			size_t pg;
+
+			for (pg = 0; m->priv && pg < m->len / BLK; pg++)
+				if (m->dirty >> pg & 1) {
+					h = fnv(h, m->cow + pg * BLK, BLK);
+					fwrite(m->cow + pg * BLK, 1, BLK, fp);
+				}
 		}
 	fwrite(&h, sizeof(h), 1, fp);
 	if (fflush(fp) || fsync(fileno(fp)) || ferror(fp) || fclose(fp))
@@ -1077,7 +1770,7 @@ static FILE *ckpt_open(int w, struct ckpt *c)
 	    c->maxlen != opt.maxlen || c->verify_every != opt.verify_every ||
 	    memcmp(c->weight, weight, sizeof(weight)))
 		die("resume: %s was made with -s %" PRIu64 " -P %d -f %d -l %" PRIu64 " -V %" PRId64
-		    " (and its own -M -D -S -C): give the same options", p, c->seed, c->workers,
+		    " (and its own -M -m -D -S -C): give the same options", p, c->seed, c->workers,
 		    c->nfiles, c->maxlen, c->verify_every);
 	if (!ckpt_token || c->token != ckpt_token)
 		die("resume: %s/%s %s %s: the filesystem is not the one it checkpointed",
@@ -1091,7 +1784,7 @@ static void ckpt_load(void)
 	uint64_t h = 0xcbf29ce484222325ULL, sum;
 	struct ckpt *c = calloc(1, sizeof(*c));
 	FILE *fp;
-	int i;
+	int i, k;
 
 	if (!c)
 		die("out of memory");
@@ -1125,13 +1818,61 @@ static void ckpt_load(void)
 			die("resume: checkpoint of worker %d is truncated", wid);
 		h = fnv(h, f->data, f->size);
 	}
+	for (i = 0; i < MAXFILES; i++) {
+		struct mfile *f = &files[i];
+
+		if (!f->used)
+			continue;
+		if (c->files[i].nmaps < 0 || c->files[i].nmaps > NMAPS)
+			die("resume: checkpoint of worker %d is damaged (mappings of file %d)", wid, i);
+		for (k = 0; k < c->files[i].nmaps; k++) {
+			struct mmapping *m = &f->map[k];
+			size_t pg;
+
+			m->off = c->files[i].map[k].off;
+			m->len = c->files[i].map[k].len;
+			m->dirty = c->files[i].map[k].dirty;
+			m->priv = c->files[i].map[k].priv;
+			m->wr = c->files[i].map[k].wr;
+			if (m->off % BLK || m->len % BLK || !m->len || m->len > MAPPAGES * BLK ||
+			    m->off + m->len > opt.maxlen || (m->dirty & ~page_mask(0, m->len / BLK)) ||
+			    (m->dirty && !m->priv))
+				die("resume: checkpoint of worker %d is damaged (mapping %d of file %d)",
+				    wid, k, i);
+			if (m->priv && !(m->cow = malloc(MAPPAGES * BLK)))
+				die("out of memory");
+			for (pg = 0; pg < m->len / BLK; pg++)
+				if (m->dirty >> pg & 1) {
+					if (fread(m->cow + pg * BLK, 1, BLK, fp) != BLK)
+						die("resume: checkpoint of worker %d is truncated", wid);
+					h = fnv(h, m->cow + pg * BLK, BLK);
+				}
+			f->nmaps++;
+		}
+	}
 	if (fread(&sum, sizeof(sum), 1, fp) != 1 || sum != h || fgetc(fp) != EOF)
 		die("resume: checkpoint of worker %d is damaged (checksum)", wid);
 	fclose(fp);
 	free(c);
-	for (i = 0; i < MAXFILES; i++)
-		if (files[i].used)
-			open_file(&files[i], false);
+	for (i = 0; i < MAXFILES; i++) {
+		struct mfile *f = &files[i];
+
+		if (!f->used)
+			continue;
+		open_file(f, false);
+		/* the mappings again, with what the process wrote through them */
+		for (k = 0; k < f->nmaps; k++) {
+			struct mmapping *m = &f->map[k];
+			size_t pg;
+
+			map_attach(f, k, false);
+			for (pg = 0; pg < m->len / BLK; pg++)
+				if (m->dirty >> pg & 1 &&
+				    !guarded_copy(m->p + pg * BLK, m->cow + pg * BLK, BLK))
+					die("resume: SIGBUS writing page %zu of MAP_PRIVATE mapping %d of %s (size %zu)",
+					    pg, k, fpath(f), f->size);
+		}
+	}
 }
 
 /* DIR's mark: the token of the checkpoint it matches (0 if none). */
@@ -1384,7 +2125,7 @@ static void hog_loop(void)
 /* -c and -r name files relative to where sfx started, not to DIR. */
 static const char *abspath(const char *p)
 {
-	char cwd[PATH_MAX], *a;
+	char cwd[PATH_MAX], *a = NULL;
 
 	if (p[0] == '/')
 		return p;
@@ -1406,6 +2147,9 @@ static void usage(void)
 		"  -l BYTES    maximum file length (default 262144)\n"
 		"  -V N        verify every file every N operations (default 1000; 0: at the end)\n"
 		"  -M          no mmap operations    -D  no O_DIRECT operations\n"
+		"  -m N        weight every mmap operation N times (default 1; 0 is -M):\n"
+		"              mmap_read/shared_write/private_write, map, unmap, mremap,\n"
+		"              mcheck, madvise, map_write, fork_read\n"
 		"  -S          no snapshots          -C  no drop_caches\n"
 		"  -B          btrfs balance in the background\n"
 		"  -H MB       a memory hog of MB in the background\n"
@@ -1428,7 +2172,7 @@ int main(int argc, char **argv)
 	int c, i, failed = 0;
 	long total = 0, all = 0;
 
-	while ((c = getopt(argc, argv, "s:n:t:P:f:l:V:MDSCBH:R:X:c:r:p:qh")) != -1) {
+	while ((c = getopt(argc, argv, "s:n:t:P:f:l:V:Mm:DSCBH:R:X:c:r:p:qh")) != -1) {
 		switch (c) {
 		case 's': opt.seed = strtoull(optarg, NULL, 0); break;
 		case 'n': opt.ops = strtol(optarg, NULL, 0); break;
@@ -1438,6 +2182,7 @@ int main(int argc, char **argv)
 		case 'l': opt.maxlen = strtoul(optarg, NULL, 0); break;
 		case 'V': opt.verify_every = strtol(optarg, NULL, 0); break;
 		case 'M': opt.mmap_ops = false; break;
+		case 'm': opt.mmap_weight = atoi(optarg); break;
 		case 'D': opt.direct_ops = false; break;
 		case 'S': opt.snapshots = false; break;
 		case 'C': opt.drop_caches = false; break;
@@ -1458,11 +2203,17 @@ int main(int argc, char **argv)
 	if (opt.workers < 1 || opt.workers > 64 || opt.nfiles < 2 ||
 	    opt.nfiles > MAXFILES / 2 || opt.maxlen < 4 * BLK || opt.maxlen % BLK ||
 	    opt.maxlen > (64 << 20) || opt.racers < 0 || opt.racers > 8 ||
+	    opt.mmap_weight < 0 || opt.mmap_weight > 1000 ||
 	    !(opt.progress == 0 || (opt.progress >= 0.1 && opt.progress <= 86400)))
-		die("bad option: need 1 <= -P <= 64, 2 <= -f <= %d, -l a multiple of 4096 in [16K, 64M], 0 <= -R <= 8, -p 0 or 0.1 to 86400",
+		die("bad option: need 1 <= -P <= 64, 2 <= -f <= %d, -l a multiple of 4096 in [16K, 64M], 0 <= -R <= 8, 0 <= -m <= 1000, -p 0 or 0.1 to 86400",
 		    MAXFILES / 2);
-	if (!opt.mmap_ops)
-		weight[OP_MREAD] = weight[OP_MSHARED] = weight[OP_MPRIVATE] = 0;
+	if (opt.mmap_weight == 0)
+		opt.mmap_ops = false;
+	for (i = 0; i < (int)(sizeof(mmap_ops) / sizeof(mmap_ops[0])); i++)
+		weight[mmap_ops[i]] *= opt.mmap_ops ? opt.mmap_weight : 0;
+	if (opt.mmap_ops && sysconf(_SC_PAGESIZE) != (long)BLK)
+		die("the mmap operations assume %lu-byte pages, not %ld: run with -M", BLK,
+		    sysconf(_SC_PAGESIZE));
 	if (!opt.direct_ops)
 		weight[OP_DREAD] = weight[OP_DWRITE] = 0;
 	if (!opt.snapshots)
@@ -1518,6 +2269,17 @@ int main(int argc, char **argv)
 			die("resume: remove %s/%s: %s", opt.dir, CKPT_MARK, strerror(errno));
 	}
 
+	{
+		struct sigaction sa;
+
+		/* inherited by the workers and their fork_read children */
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_sigbus;
+		sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGBUS, &sa, NULL))
+			die("sigaction: %s", strerror(errno));
+	}
 	iobuf = aligned_alloc(BLK, opt.maxlen + BLK);
 	dbuf = aligned_alloc(BLK, opt.maxlen + BLK);
 	if (!iobuf || !dbuf)
@@ -1536,7 +2298,8 @@ int main(int argc, char **argv)
 		printf("sfx: seed %" PRIu64 ", %d worker(s), %s, files up to %zu bytes%s%s%s%s%s\n",
 		       opt.seed, opt.workers, each, opt.maxlen,
 		       opt.balance ? ", background balance" : "",
-		       opt.hog_mb ? ", memory hog" : "", opt.mmap_ops ? ", mmap" : "",
+		       opt.hog_mb ? ", memory hog" : "",
+		       !opt.mmap_ops ? "" : opt.mmap_weight > 1 ? ", mmap weighted up" : ", mmap",
 		       opt.racers ? ", racing readers" : "",
 		       opt.resume ? ", resumed from a checkpoint" : "");
 	}
