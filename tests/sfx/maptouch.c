@@ -21,8 +21,9 @@
  *                              and print the PFN of the page before and
  *                              after the write: "before P after Q".
  *   maptouch -p PID MATCH      for every mapping of process PID whose path
- *                              contains MATCH: "PATH OFFSET PFN" per present
- *                              page (file offset in pages).
+ *                              contains MATCH: "PATH PERMS OFFSET PFN" per
+ *                              present page (file offset in pages; PERMS as
+ *                              in /proc/PID/maps, "r-xp" for text).
  *
  * PFNs come from /proc/PID/pagemap (root only).  Exit: 0 fine, 1 error.
  */
@@ -169,18 +170,18 @@ static int do_pid(const char *pid, const char *match)
 		die(path);
 	while (fgets(line, sizeof(line), maps)) {
 		unsigned long lo, hi, pgoff, a;
-		char *name = strchr(line, '/');
+		char *name = strchr(line, '/'), perms[8];
 
 		if (!name || !strstr(name, match))
 			continue;
 		name[strcspn(name, "\n")] = 0;
-		if (sscanf(line, "%lx-%lx %*s %lx", &lo, &hi, &pgoff) != 3)
+		if (sscanf(line, "%lx-%lx %7s %lx", &lo, &hi, perms, &pgoff) != 4)
 			continue;
 		for (a = lo; a < hi; a += psz) {
 			uint64_t pfn = pfn_of(pm, a);
 
 			if (pfn)
-				printf("%s %lu %" PRIu64 "\n", name,
+				printf("%s %s %lu %" PRIu64 "\n", name, perms,
 				       pgoff / psz + (a - lo) / psz, pfn);
 		}
 	}
