@@ -35,7 +35,8 @@ debug: deps
 ## demo        build, boot, and show what sharing does (the main job);
 ##             DEMO_N sharers (8) of a DEMO_MIB MiB file (128)
 demo: deps
-	@bz=$$(qemu/kbuild patched) && \
+	@mkdir -p build && gcc -O2 -Wall -Wno-format-truncation -o build/maptouch tests/sfx/maptouch.c && \
+	bz=$$(qemu/kbuild patched) && \
 	qemu/run -k "$$bz" -t 1800 --disk 4G --env DEMO_N --env DEMO_MIB -- qemu/demo
 
 ## check       check-sync, then build and run the tests; last line "N passed, N failed"

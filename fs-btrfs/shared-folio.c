@@ -77,28 +77,6 @@ struct btrfs_sf_item {
 	bool read;		/* we submitted its read */
 };
 
-static bool btrfs_sf_release_folio(struct folio *folio, gfp_t gfp)
-{
-	return shared_folio_release(folio);
-}
-
-static void btrfs_sf_invalidate_folio(struct folio *folio, size_t offset,
-				      size_t len)
-{
-	shared_folio_invalidate(folio, offset, len);
-}
-
-/*
- * No ->migrate_folio: migration falls back to ->release_folio, which
- * detaches the aliases, so a physical folio migrates as a plain folio.
- */
-static const struct address_space_operations btrfs_sf_aops = {
-	.dirty_folio = noop_dirty_folio,
-	.release_folio = btrfs_sf_release_folio,
-	.invalidate_folio = btrfs_sf_invalidate_folio,
-	.error_remove_folio = generic_error_remove_folio,
-};
-
 int btrfs_sf_init(struct btrfs_fs_info *fs_info)
 {
 	struct inode *inode;
@@ -110,7 +88,7 @@ int btrfs_sf_init(struct btrfs_fs_info *fs_info)
 	inode->i_mode = S_IFREG;
 	set_nlink(inode, 1);
 	inode->i_size = OFFSET_MAX;
-	inode->i_mapping->a_ops = &btrfs_sf_aops;
+	inode->i_mapping->a_ops = &shared_folio_aops;
 	/*
 	 * Physical folios are user data: movable (migration detaches the
 	 * aliases through ->release_folio), subject to cpuset, charged to the
@@ -682,6 +660,26 @@ out:
 		shared_folio_count_hits(&fs_info->sf_stats, b.hits);
 	if (b.misses)
 		shared_folio_count_misses(&fs_info->sf_stats, b.misses);
+}
+
+/**
+ * btrfs_sf_fault_wants_populate() - should a page fault populate first?
+ * @inode: the file
+ * @index: the faulting page
+ *
+ * Cheap, without locks: sharing is on for @inode, the page is not cached,
+ * and its range is not known to share nothing.
+ *
+ * Return: true if btrfs_sf_populate() may install an alias at @index.
+ */
+bool btrfs_sf_fault_wants_populate(struct btrfs_inode *inode, pgoff_t index)
+{
+	u64 pos = (u64)index << PAGE_SHIFT;
+
+	return btrfs_sf_inode_eligible(inode) &&
+	       pos < i_size_read(&inode->vfs_inode) &&
+	       !btrfs_sf_known_private(inode, pos, pos + PAGE_SIZE) &&
+	       !btrfs_sf_cached(inode->vfs_inode.i_mapping, index);
 }
 
 /**

@@ -31,8 +31,8 @@
  *	                                              aliases: A7, B2
  *
  * Aliases are never dirty, never on the LRU, never mapped into page tables
- * (a fault replaces them by a private copy first), and not counted as file
- * pages (NR_FILE_PAGES, the memcg's file count); their slab memory is
+ * themselves (a PTE maps the physical page, see "Mapping"), and not counted
+ * as file pages (NR_FILE_PAGES, the memcg's file count); their slab memory is
  * charged to the memcg of the reader that created them.  They are counted
  * in NR_SHARED_FOLIO_ALIAS.
  * When the last reference to an alias goes, __folio_put() hands it to
@@ -52,14 +52,58 @@
  */
 
 /**
+ * DOC: Mapping
+ *
+ * A read fault, or fault-around, on an index whose entry is an alias maps
+ * the *physical* page read-only in the faulting VMA, in MAP_PRIVATE and
+ * MAP_SHARED mappings alike (finish_fault(), filemap_map_pages()).  The
+ * VMA stays the file's own: only the page is shared.  The PTE holds a
+ * reference on the physical folio and counts in its mapcount, so
+ * folio_mapped(), page_mapcount(), /proc/pid/smaps (Pss, Shared_Clean),
+ * /proc/pid/pagemap and the memcg's mapped-file count see one page mapped
+ * by every process of every sharer.  An alias's own mapcount stays -1.
+ *
+ * The rules that keep the PTEs and the aliases consistent:
+ *
+ * - A PTE of the physical page is installed only under the lock of the
+ *   alias it was found through, while that alias is in its mapping.
+ * - An alias leaves its mapping only under its lock, after its mapping's
+ *   PTEs at its index are zapped (truncate_cleanup_folio(),
+ *   invalidate_inode_pages2_range(), shared_folio_unshare(),
+ *   shared_folio_detach_aliases()), or not at all while one may exist
+ *   (mapping_evict_folio(), a detach that does not wait).  "May exist"
+ *   is asked of the physical folio's mapcount (sf_alias_maybe_mapped()).
+ * - So every PTE of a physical page lies in some alias's mapping at that
+ *   alias's index, and rmap_walk() of the physical folio walks exactly
+ *   those places (shared_folio_rmap_walk(), after KSM's rmap_walk_ksm()).
+ * - A write never reaches the physical page: a write fault on a MAP_SHARED
+ *   mapping replaces the file's alias by a private copy, zapping that
+ *   file's PTEs of the index (shared_folio_wp_fault()), then retries; a
+ *   MAP_PRIVATE write copies to an anonymous page as for any file page.
+ *   Only mappings whose read faults install read-only PTEs map a physical
+ *   page (shared_folio_vma_maps()).
+ * - A mapped physical folio is not migrated (migrate_folio_unmap(),
+ *   try_to_migrate() and migrate_vma_collect_pmd() leave it): its aliases
+ *   would not follow it.  Unmapped, it migrates after its aliases are
+ *   detached, as before.
+ * - A read-only long-term pin (FOLL_LONGTERM) of a shared page in a shared
+ *   mapping unshares the file's page first (sf_gup_must_unshare()), so that
+ *   the pin sees the file's later writes, as for any page-cache page.
+ */
+
+/**
  * DOC: Lock order
  *
  * The one statement of the order; a filesystem takes its own locks before
  * the physical folio lock (for btrfs: the invalidate lock, then the file's
  * extent range lock)::
  *
- *   physical folio lock            (add_alias, detach, release, invalidate)
- *     alias folio lock             (detach, unshare, truncate of the file)
+ *   physical folio lock            (add_alias, detach, release, invalidate,
+ *                                   rmap walk)
+ *     alias folio lock             (detach, unshare, truncate of the file,
+ *                                   a fault mapping the physical page)
+ *       mapping->i_mmap_rwsem      (zapping the file's PTEs, rmap walk)
+ *         page table lock          (PTE install and zap)
  *       mapping->host->i_lock      (filemap_remove_folio)
  *         mapping->i_pages xa_lock (insert, delete, replace)
  *           sf->lock               (the alias list; irq-safe)
@@ -67,6 +111,8 @@
  *
  * Nothing takes a physical folio lock while holding an alias lock, and
  * nothing allocates with reclaim under either (see shared_folio_prealloc()).
+ * A fault takes the alias lock under the mmap lock (or the VMA lock), as
+ * for any page-cache folio; the rmap walk only try-locks aliases.
  * The alias shrinker holds the LRU lock and only try-gets and try-locks an
  * alias; it drops the LRU lock before it evicts.
  */
@@ -97,6 +143,11 @@
 #include <linux/sysfs.h>
 #include <linux/list_lru.h>
 #include <linux/shrinker.h>
+#include <linux/rmap.h>
+#include <linux/memblock.h>
+#include <linux/memory_hotplug.h>
+#include <linux/debugfs.h>
+#include <linux/seq_file.h>
 #include <linux/shared_folio.h>
 #include "internal.h"
 
@@ -461,6 +512,15 @@ unsigned int shared_folio_detach_aliases(struct folio *folio, bool sync)
 				continue;
 			}
 			mapping = alias->mapping;
+			/* Its file's PTEs of this page go first (DOC: Mapping). */
+			if (mapping && sf_alias_maybe_mapped(alias)) {
+				if (!sync) {
+					folio_unlock(alias);
+					folio_put(alias);
+					continue;
+				}
+				unmap_mapping_folio(alias);
+			}
 			if (mapping) {
 				trace_shared_folio_reclaim(mapping, alias->index,
 							   folio_pfn(folio),
@@ -596,6 +656,9 @@ struct folio *shared_folio_unshare(struct address_space *mapping,
 		goto nomem;
 	}
 	folio_lock(alias);
+	/* The file's PTEs of the shared page go before the alias does. */
+	if (alias->mapping == mapping && sf_alias_maybe_mapped(alias))
+		unmap_mapping_folio(alias);
 	if (alias->mapping != mapping || copy_mc_highpage(&new->page, &folio->page)) {
 		bool gone = alias->mapping != mapping;
 
@@ -650,6 +713,142 @@ nomem:
 	return ERR_PTR(-ENOMEM);
 }
 EXPORT_SYMBOL_GPL(shared_folio_unshare);
+
+/**
+ * shared_folio_rmap_walk() - rmap_walk() of a physical folio
+ * @folio: locked physical folio
+ * @rwc: the walk
+ * @locked: the caller holds an i_mmap lock (not supported)
+ *
+ * Every PTE of @folio lies in an alias's mapping at that alias's index
+ * (DOC: Mapping): walk those.  Each alias is locked with a trylock, which
+ * keeps it in its mapping and its inode alive during its part of the walk;
+ * a busy alias is skipped (the walk reports contention if @rwc asks for
+ * it), so try_to_unmap() may leave @folio mapped and the caller keeps it.
+ * The walk is bounded by the aliases there are (max_sharing).
+ *
+ * Context: @folio locked, so no alias is added or detached meanwhile.
+ */
+void shared_folio_rmap_walk(struct folio *folio, struct rmap_walk_control *rwc,
+			    bool locked)
+{
+	struct shared_folio *sf = folio_get_private(folio);
+	struct folio *alias;
+	unsigned int n;
+
+	if (!sf || WARN_ON_ONCE(locked))
+		return;
+	n = READ_ONCE(sf->nr_aliases);
+	while (n--) {
+		struct address_space *mapping;
+		bool more = true;
+
+		switch (sf_next_alias(sf, &alias)) {
+		case SF_NEXT_EMPTY:
+			return;
+		case SF_NEXT_FROZEN:
+			/* Being evicted, so not mapped (mapping_evict_folio()). */
+			continue;
+		case SF_NEXT_GOT:
+			break;
+		}
+		if (!folio_trylock(alias)) {
+			folio_put(alias);
+			if (rwc->try_lock) {
+				rwc->contended = true;
+				return;
+			}
+			continue;
+		}
+		/* Not mapping_mapped(): see sf_alias_maybe_mapped(). */
+		mapping = alias->mapping;
+		if (mapping)
+			more = rmap_walk_file_mapping(folio, mapping, alias->index,
+						      1, rwc, false);
+		folio_unlock(alias);
+		folio_put(alias);
+		if (!more)
+			return;
+	}
+}
+
+/**
+ * shared_folio_wp_fault() - a write fault on a shared page in a MAP_SHARED VMA
+ * @vmf: the fault; its PTE maps @folio read-only, and is unlocked
+ * @folio: the physical folio the PTE mapped (compared, not dereferenced)
+ *
+ * The faulting file gets a private copy of the page in place of its alias,
+ * which zaps that file's PTEs of the index in every process; the other
+ * sharers keep mapping @folio.  The fault is then retried and goes through
+ * ->fault and ->page_mkwrite of the private copy, as for any write.
+ *
+ * Return: 0 (retry the access), VM_FAULT_OOM or VM_FAULT_HWPOISON.
+ */
+vm_fault_t shared_folio_wp_fault(struct vm_fault *vmf, struct folio *folio)
+{
+	struct address_space *mapping = vmf->vma->vm_file->f_mapping;
+	struct folio *alias, *new;
+
+	/* Unsharing allocates and takes the alias lock. */
+	if (vmf->flags & FAULT_FLAG_RETRY_NOWAIT)
+		return VM_FAULT_RETRY;
+	alias = filemap_get_folio(mapping, vmf->pgoff);
+	if (!IS_ERR(alias) && folio_is_sf_alias(alias) &&
+	    sf_alias_physical(alias) == folio)
+		goto unshare;
+	if (!IS_ERR(alias))
+		folio_put(alias);
+	/*
+	 * Unshared meanwhile: its unshare zapped the file's PTEs of the
+	 * index, or is about to.  Should a PTE of @folio still be there, it
+	 * belongs to no alias: zap it rather than fault on it for ever.
+	 */
+	unmap_mapping_pages(mapping, vmf->pgoff, 1, false);
+	return 0;
+
+unshare:
+	new = shared_folio_unshare(mapping, alias, vmf->gfp_mask);
+	if (IS_ERR(new))
+		return PTR_ERR(new) == -EHWPOISON ? VM_FAULT_HWPOISON :
+						    VM_FAULT_OOM;
+	if (new)
+		folio_put(new);
+	return 0;
+}
+
+static bool shared_folio_release_folio(struct folio *folio, gfp_t gfp)
+{
+	return shared_folio_release(folio);
+}
+
+/*
+ * Nothing may dirty a physical folio: writes go to private copies, and its
+ * PTEs are never writable.  Refuse, rather than leave a folio that no
+ * ->writepage would ever clean.
+ */
+static bool shared_folio_dirty_folio(struct address_space *mapping,
+				     struct folio *folio)
+{
+	VM_WARN_ON_ONCE_FOLIO(1, folio);
+	return false;
+}
+
+/*
+ * shared_folio_aops: the address space operations of an extent cache.
+ * A filesystem's extent cache uses these: folio_is_sf_physical() knows a
+ * physical folio by them.  Physical folios are never dirtied (an attempt
+ * warns and fails); reclaim and
+ * migration detach the aliases (->release_folio), invalidation and memory
+ * failure detach them and wait (->invalidate_folio).  No ->migrate_folio:
+ * migration falls back to ->release_folio.
+ */
+const struct address_space_operations shared_folio_aops = {
+	.dirty_folio = shared_folio_dirty_folio,
+	.release_folio = shared_folio_release_folio,
+	.invalidate_folio = shared_folio_invalidate,
+	.error_remove_folio = generic_error_remove_folio,
+};
+EXPORT_SYMBOL_GPL(shared_folio_aops);
 
 /*
  * Called with the list lock held and interrupts off.  The alias is in its
@@ -764,6 +963,81 @@ static void __init shared_folio_sysfs_init(void)
 static inline void shared_folio_sysfs_init(void) { }
 #endif
 
+#ifdef CONFIG_DEBUG_FS
+static bool sf_audit_one(struct folio *folio, struct vm_area_struct *vma,
+			 unsigned long address, void *arg)
+{
+	DEFINE_FOLIO_VMA_WALK(pvmw, folio, vma, address, 0);
+	unsigned long *ptes = arg;
+
+	while (page_vma_mapped_walk(&pvmw))
+		(*ptes)++;
+	return true;
+}
+
+/*
+ * /sys/kernel/debug/shared_folio/audit: for every physical folio on the
+ * LRU, compare its mapcount with the PTEs that rmap_walk() finds through
+ * its aliases (a physical folio without aliases must be unmapped).  Faults
+ * and zaps do not take the physical folio lock, so the figures are exact
+ * only on a quiet system, as after a test.
+ */
+static int sf_audit_show(struct seq_file *m, void *v)
+{
+	unsigned long pfn, folios = 0, mapped = 0, ptes_all = 0, bad = 0;
+
+	for (pfn = 0; pfn < max_pfn; pfn++) {
+		struct page *page = pfn_to_online_page(pfn);
+		struct rmap_walk_control rwc = { .rmap_one = sf_audit_one };
+		unsigned long ptes = 0;
+		struct folio *folio;
+		int mapcount;
+
+		if (!(pfn % 4096))
+			cond_resched();
+		if (!page || !PageLRU(page) || PageTail(page))
+			continue;
+		folio = page_folio(page);
+		if (!folio_try_get(folio))
+			continue;
+		/* Still a page-cache or anonymous folio: ->mapping is one. */
+		if (folio != page_folio(page) || !folio_test_lru(folio) ||
+		    folio_test_large(folio) || folio_test_anon(folio) ||
+		    !folio_is_sf_physical(folio))
+			goto put;
+		folio_lock(folio);
+		if (!folio_is_sf_physical(folio))
+			goto unlock;
+		folios++;
+		mapcount = folio_mapcount(folio);
+		rwc.arg = &ptes;
+		rmap_walk(folio, &rwc);
+		mapped += !!mapcount;
+		ptes_all += ptes;
+		if (ptes != mapcount && ++bad <= 10)
+			seq_printf(m, "mismatch: pfn %#lx mapcount %d ptes %lu aliases %u\n",
+				   pfn, mapcount, ptes, shared_folio_nr_aliases(folio));
+unlock:
+		folio_unlock(folio);
+put:
+		folio_put(folio);
+	}
+	seq_printf(m, "folios %lu mapped %lu ptes %lu mismatches %lu\n",
+		   folios, mapped, ptes_all, bad);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(sf_audit);
+
+static void __init shared_folio_debugfs_init(void)
+{
+	struct dentry *dir = debugfs_create_dir("shared_folio", NULL);
+
+	debugfs_create_file("audit", 0400, dir, NULL, &sf_audit_fops);
+}
+#else
+static inline void shared_folio_debugfs_init(void) { }
+#endif
+
 static int __init shared_folio_init(void)
 {
 	struct shrinker *shrinker;
@@ -781,6 +1055,7 @@ static int __init shared_folio_init(void)
 	shrinker->seeks = DEFAULT_SEEKS;
 	shrinker_register(shrinker);
 	shared_folio_sysfs_init();
+	shared_folio_debugfs_init();
 	return 0;
 }
 subsys_initcall(shared_folio_init);

@@ -21,6 +21,10 @@
 #include <linux/kthread.h>
 #include <linux/completion.h>
 #include <linux/delay.h>
+#include <linux/file.h>
+#include <linux/mman.h>
+#include <linux/rmap.h>
+#include <linux/uaccess.h>
 #include <linux/shared_folio.h>
 #include "slab.h"
 
@@ -34,21 +38,19 @@ struct sf_test_ctx {
 	struct inode *file[SF_TEST_FILES];
 };
 
-static bool sf_test_release_folio(struct folio *folio, gfp_t gfp)
+/*
+ * The files have no data of their own: a fault on an index without an
+ * alias (say the alias was reclaimed) must fail, not read.
+ */
+static int sf_test_read_folio(struct file *file, struct folio *folio)
 {
-	return shared_folio_release(folio);
+	folio_unlock(folio);
+	return -EIO;
 }
 
-static void sf_test_invalidate_folio(struct folio *folio, size_t offset,
-				     size_t len)
-{
-	shared_folio_invalidate(folio, offset, len);
-}
-
-static const struct address_space_operations sf_test_cache_aops = {
+static const struct address_space_operations sf_test_file_aops = {
 	.dirty_folio = noop_dirty_folio,
-	.release_folio = sf_test_release_folio,
-	.invalidate_folio = sf_test_invalidate_folio,
+	.read_folio = sf_test_read_folio,
 };
 
 static int sf_test_init_fs_context(struct fs_context *fc)
@@ -73,11 +75,12 @@ static int sf_test_init(struct kunit *test)
 	KUNIT_ASSERT_FALSE(test, IS_ERR(ctx->mnt));
 	ctx->cache = alloc_anon_inode(ctx->mnt->mnt_sb);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(ctx->cache));
-	ctx->cache->i_mapping->a_ops = &sf_test_cache_aops;
+	ctx->cache->i_mapping->a_ops = &shared_folio_aops;
 	i_size_write(ctx->cache, (loff_t)SF_TEST_PAGES << PAGE_SHIFT);
 	for (i = 0; i < SF_TEST_FILES; i++) {
 		ctx->file[i] = alloc_anon_inode(ctx->mnt->mnt_sb);
 		KUNIT_ASSERT_FALSE(test, IS_ERR(ctx->file[i]));
+		ctx->file[i]->i_mapping->a_ops = &sf_test_file_aops;
 		i_size_write(ctx->file[i], (loff_t)SF_TEST_PAGES << PAGE_SHIFT);
 	}
 	test->priv = ctx;
@@ -546,6 +549,187 @@ static void sf_test_alias_accounting(struct kunit *test)
 	folio_put(folio);
 }
 
+/*
+ * Mapping.  A file of the pseudo filesystem is mapped into the test
+ * thread's own mm (kunit_vm_mmap()) and touched with get_user(), which
+ * takes a real page fault.  Only indices that hold an alias are touched:
+ * the files have no ->read_folio.  sf_test_fops maps with fault-around,
+ * sf_test_fops_nomap without, so that a fault goes to filemap_fault() and
+ * finish_fault().
+ */
+static const struct vm_operations_struct sf_test_vm_ops = {
+	.fault = filemap_fault,
+	.map_pages = filemap_map_pages,
+};
+
+static const struct vm_operations_struct sf_test_vm_ops_nomap = {
+	.fault = filemap_fault,
+};
+
+static int sf_test_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	vma->vm_ops = &sf_test_vm_ops;
+	return 0;
+}
+
+static int sf_test_mmap_nomap(struct file *file, struct vm_area_struct *vma)
+{
+	vma->vm_ops = &sf_test_vm_ops_nomap;
+	return 0;
+}
+
+static const struct file_operations sf_test_fops = { .mmap = sf_test_mmap };
+static const struct file_operations sf_test_fops_nomap = { .mmap = sf_test_mmap_nomap };
+
+/* A MAP_SHARED mapping of a file opened for writing is VM_SHARED. */
+static unsigned long sf_test_mmap_file(struct kunit *test, int i,
+				       const struct file_operations *fops,
+				       unsigned long flags)
+{
+	struct sf_test_ctx *ctx = test->priv;
+	struct file *file;
+	unsigned long addr;
+
+	ihold(ctx->file[i]);
+	file = alloc_file_pseudo(ctx->file[i], ctx->mnt, "sf_test",
+				 flags & MAP_SHARED ? O_RDWR : O_RDONLY, fops);
+	if (IS_ERR(file)) {
+		iput(ctx->file[i]);
+		KUNIT_FAIL_AND_ABORT(test, "alloc_file_pseudo: %ld", PTR_ERR(file));
+	}
+	addr = kunit_vm_mmap(test, file, 0, SF_TEST_PAGES << PAGE_SHIFT,
+			     PROT_READ, flags, 0);
+	fput(file);		/* the mapping holds the file */
+	KUNIT_ASSERT_FALSE(test, IS_ERR_VALUE(addr) || !addr);
+	return addr;
+}
+
+/* get_user() of one byte: a page fault if the page is not mapped yet. */
+static int sf_test_touch(unsigned long addr)
+{
+	char c;
+
+	if (get_user(c, (char __user *)addr))
+		return -1;
+	return (unsigned char)c;
+}
+
+struct sf_test_ptes {
+	unsigned int nr;
+	unsigned long addr[4];
+};
+
+static bool sf_test_count_pte(struct folio *folio, struct vm_area_struct *vma,
+			      unsigned long address, void *arg)
+{
+	DEFINE_FOLIO_VMA_WALK(pvmw, folio, vma, address, 0);
+	struct sf_test_ptes *p = arg;
+
+	while (page_vma_mapped_walk(&pvmw))
+		if (p->nr < ARRAY_SIZE(p->addr))
+			p->addr[p->nr++] = pvmw.address;
+	return true;
+}
+
+static struct sf_test_ptes sf_test_walk(struct folio *folio)
+{
+	struct sf_test_ptes p = { };
+	struct rmap_walk_control rwc = {
+		.rmap_one = sf_test_count_pte,
+		.arg = &p,
+	};
+
+	folio_lock(folio);
+	rmap_walk(folio, &rwc);
+	folio_unlock(folio);
+	return p;
+}
+
+/*
+ * A read fault on an alias maps the physical page, in MAP_SHARED and
+ * MAP_PRIVATE mappings, with and without fault-around; the physical
+ * folio's mapcount counts the PTEs, and rmap_walk() finds each of them
+ * through the alias of its file, at that file's index.  try_to_unmap()
+ * reaches them all, but leaves alone the one whose alias is locked.
+ * Unsharing one file zaps only that file's PTE; truncating another file
+ * zaps its own.
+ */
+static void sf_test_rmap_walks_aliases(struct kunit *test)
+{
+	struct folio *folio = sf_test_physical(test, 3, 0x3c);
+	struct address_space *map0 = sf_test_map(test, 0);
+	struct address_space *map1 = sf_test_map(test, 1);
+	struct folio *alias0, *new;
+	unsigned long a0, a1, a2, x0, x1;
+	struct sf_test_ptes p;
+
+	KUNIT_ASSERT_EQ(test, sf_test_add(folio, map0, 7), 0);
+	KUNIT_ASSERT_EQ(test, sf_test_add(folio, map1, 2), 0);
+	KUNIT_ASSERT_EQ(test, sf_test_add(folio, sf_test_map(test, 2), 9), 0);
+	folio_unlock(folio);
+	a0 = sf_test_mmap_file(test, 0, &sf_test_fops, MAP_SHARED);
+	a1 = sf_test_mmap_file(test, 1, &sf_test_fops_nomap, MAP_PRIVATE);
+	a2 = sf_test_mmap_file(test, 2, &sf_test_fops, MAP_SHARED);
+	mmap_read_lock(current->mm);
+	KUNIT_EXPECT_TRUE(test, vma_lookup(current->mm, a0)->vm_flags & VM_SHARED);
+	mmap_read_unlock(current->mm);
+
+	KUNIT_EXPECT_EQ(test, sf_test_touch(a0 + 7 * PAGE_SIZE), 0x3c);
+	KUNIT_EXPECT_EQ(test, sf_test_touch(a1 + 2 * PAGE_SIZE), 0x3c);
+	KUNIT_EXPECT_EQ(test, folio_mapcount(folio), 2);
+	/* The aliases themselves are never mapped. */
+	alias0 = filemap_get_folio(map0, 7);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(alias0));
+	KUNIT_EXPECT_TRUE(test, folio_is_sf_alias(alias0));
+	KUNIT_EXPECT_FALSE(test, folio_mapped(alias0));
+	KUNIT_EXPECT_TRUE(test, sf_alias_maybe_mapped(alias0));
+
+	p = sf_test_walk(folio);
+	KUNIT_EXPECT_EQ(test, p.nr, 2);
+	x0 = a0 + 7 * PAGE_SIZE;
+	x1 = a1 + 2 * PAGE_SIZE;
+	KUNIT_EXPECT_TRUE(test, (p.addr[0] == x0 && p.addr[1] == x1) ||
+				(p.addr[1] == x0 && p.addr[0] == x1));
+
+	/* A busy alias is skipped: its file's PTE stays. */
+	folio_lock(folio);
+	KUNIT_ASSERT_TRUE(test, folio_trylock(alias0));
+	try_to_unmap(folio, 0);
+	KUNIT_EXPECT_EQ(test, folio_mapcount(folio), 1);
+	folio_unlock(alias0);
+	folio_unlock(folio);
+	folio_lock(folio);
+	try_to_unmap(folio, 0);
+	folio_unlock(folio);
+	KUNIT_EXPECT_FALSE(test, folio_mapped(folio));
+
+	/* Unsharing file 0 zaps its PTE only; file 1 keeps the page. */
+	KUNIT_EXPECT_EQ(test, sf_test_touch(a0 + 7 * PAGE_SIZE), 0x3c);
+	KUNIT_EXPECT_EQ(test, sf_test_touch(a1 + 2 * PAGE_SIZE), 0x3c);
+	KUNIT_EXPECT_EQ(test, folio_mapcount(folio), 2);
+	new = shared_folio_unshare(map0, alias0, GFP_KERNEL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR_OR_NULL(new));
+	KUNIT_EXPECT_EQ(test, folio_mapcount(folio), 1);
+	KUNIT_EXPECT_EQ(test, sf_test_touch(a0 + 7 * PAGE_SIZE), 0x3c);
+	KUNIT_EXPECT_EQ(test, folio_mapcount(new), 1);
+	KUNIT_EXPECT_EQ(test, folio_mapcount(folio), 1);
+	folio_put(new);
+	p = sf_test_walk(folio);
+	KUNIT_EXPECT_EQ(test, p.nr, 1);
+	KUNIT_EXPECT_EQ(test, p.addr[0], a1 + 2 * PAGE_SIZE);
+
+	/* Truncating file 1 zaps its PTE before its alias goes. */
+	truncate_inode_pages(map1, 0);
+	KUNIT_EXPECT_FALSE(test, folio_mapped(folio));
+	KUNIT_EXPECT_EQ(test, shared_folio_nr_aliases(folio), 1);
+
+	vm_munmap(a0, SF_TEST_PAGES << PAGE_SHIFT);
+	vm_munmap(a1, SF_TEST_PAGES << PAGE_SHIFT);
+	vm_munmap(a2, SF_TEST_PAGES << PAGE_SHIFT);
+	flush_delayed_fput();
+	folio_put(folio);
+}
+
 static struct kunit_case shared_folio_test_cases[] = {
 	KUNIT_CASE(sf_test_alias_resolves_to_physical),
 	KUNIT_CASE(sf_test_truncate_frees_alias),
@@ -557,6 +741,7 @@ static struct kunit_case shared_folio_test_cases[] = {
 	KUNIT_CASE(sf_test_release_with_locked_aliases),
 	KUNIT_CASE(sf_test_invalidate_waits_for_frozen_alias),
 	KUNIT_CASE(sf_test_alias_accounting),
+	KUNIT_CASE(sf_test_rmap_walks_aliases),
 	{}
 };
 

@@ -204,6 +204,75 @@ unsigned int shared_folio_nr_aliases(struct folio *folio);
 void sf_alias_free(struct folio *alias);
 void sf_alias_unaccount(struct folio *alias);
 
+/*
+ * Mapping shared folios (see "DOC: Mapping" in mm/shared_folio.c): a PTE
+ * maps the physical page, never the alias, and counts in the physical
+ * folio's mapcount; the reverse map reaches it through the aliases.
+ */
+struct rmap_walk_control;
+
+extern const struct address_space_operations shared_folio_aops;
+
+/* Is @folio a physical folio, in the extent cache of some filesystem? */
+static inline bool folio_is_sf_physical(const struct folio *folio)
+{
+	const struct address_space *mapping = READ_ONCE(folio->mapping);
+
+	return mapping && !((unsigned long)mapping & PAGE_MAPPING_FLAGS) &&
+	       mapping->a_ops == &shared_folio_aops;
+}
+
+/*
+ * May a PTE of @alias's mapping map the physical page at @alias's index?
+ * False means none does, and under the alias lock none can appear: every
+ * path that installs such a PTE holds it.  Only the physical folio's
+ * mapcount is asked: the mapping's VMA tree may be empty for a moment
+ * while a VMA is being merged or split (vma_prepare()), PTEs and all, so
+ * an unlocked mapping_mapped() could miss them.
+ */
+static inline bool sf_alias_maybe_mapped(struct folio *alias)
+{
+	return folio_mapped(sf_alias_physical(alias));
+}
+
+/* folio_mapped() for a page-cache folio that may be an alias. */
+static inline bool sf_folio_mapped(struct folio *folio)
+{
+	if (folio_is_sf_alias(folio))
+		return sf_alias_maybe_mapped(folio);
+	return folio_mapped(folio);
+}
+
+/*
+ * Does @alias's page, in @mapping, extend past the file's EOF?  Its bytes
+ * there are the extent's: another sharer's data, or what a truncate left on
+ * disk, not zeros.  read() stops at EOF; a mapping would show them, so such
+ * a page is never mapped (it gets a private copy, zeroed past EOF).
+ */
+static inline bool sf_alias_past_eof(struct address_space *mapping,
+				     const struct folio *alias)
+{
+	return ((loff_t)alias->index << PAGE_SHIFT) + PAGE_SIZE >
+	       i_size_read(mapping->host);
+}
+
+/*
+ * Does a read fault in @vma install a read-only PTE?  Only then may it map
+ * a physical page: every write must fault first (private mappings COW;
+ * shared writable ones need write notification, ->page_mkwrite).
+ */
+static inline bool shared_folio_vma_maps(struct vm_area_struct *vma)
+{
+	return !pte_write(pfn_pte(0, READ_ONCE(vma->vm_page_prot)));
+}
+
+void shared_folio_rmap_walk(struct folio *folio, struct rmap_walk_control *rwc,
+			    bool locked);
+bool rmap_walk_file_mapping(struct folio *folio, struct address_space *mapping,
+			    pgoff_t pgoff_start, unsigned long nr_pages,
+			    struct rmap_walk_control *rwc, bool locked);
+vm_fault_t shared_folio_wp_fault(struct vm_fault *vmf, struct folio *folio);
+
 #else /* !CONFIG_SHARED_FOLIO */
 
 static inline bool page_is_sf_alias(const struct page *page)
@@ -229,6 +298,16 @@ static inline struct folio *shared_folio_unshare(struct address_space *mapping,
 
 static inline void sf_alias_free(struct folio *alias) { }
 static inline void sf_alias_unaccount(struct folio *alias) { }
+
+static inline bool folio_is_sf_physical(const struct folio *folio)
+{
+	return false;
+}
+
+static inline bool sf_folio_mapped(struct folio *folio)
+{
+	return folio_mapped(folio);
+}
 
 #endif /* CONFIG_SHARED_FOLIO */
 #endif /* _LINUX_SHARED_FOLIO_H */
