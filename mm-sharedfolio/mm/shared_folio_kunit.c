@@ -689,7 +689,7 @@ static void sf_test_rmap_walks_aliases(struct kunit *test)
 	x0 = a0 + 7 * PAGE_SIZE;
 	x1 = a1 + 2 * PAGE_SIZE;
 	KUNIT_EXPECT_TRUE(test, (p.addr[0] == x0 && p.addr[1] == x1) ||
-				(p.addr[1] == x0 && p.addr[0] == x1));
+			  (p.addr[1] == x0 && p.addr[0] == x1));
 
 	/* A busy alias is skipped: its file's PTE stays. */
 	folio_lock(folio);
