@@ -683,6 +683,18 @@ bool btrfs_sf_fault_wants_populate(struct btrfs_inode *inode, pgoff_t index)
 }
 
 /**
+ * btrfs_sf_cached_page() - is page @index of @inode in its page cache?
+ * @inode: the file
+ * @index: the page
+ *
+ * Return: true if anything (an alias or a private folio) is there.
+ */
+bool btrfs_sf_cached_page(struct btrfs_inode *inode, pgoff_t index)
+{
+	return btrfs_sf_cached(inode->vfs_inode.i_mapping, index);
+}
+
+/**
  * btrfs_sf_invalidate_range() - forget cached data of freed space
  * @fs_info: the filesystem
  * @start: logical address

@@ -14,6 +14,7 @@ int btrfs_sf_init(struct btrfs_fs_info *fs_info);
 void btrfs_sf_exit(struct btrfs_fs_info *fs_info);
 void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count);
 bool btrfs_sf_fault_wants_populate(struct btrfs_inode *inode, pgoff_t index);
+bool btrfs_sf_cached_page(struct btrfs_inode *inode, pgoff_t index);
 void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info, u64 start, u64 len);
 void btrfs_sf_note_remap(struct btrfs_inode *src, struct btrfs_inode *dst);
 void btrfs_sf_dedupe_done(struct btrfs_inode *dst, u64 pos, u64 len);

@@ -82,10 +82,11 @@
  *   MAP_PRIVATE write copies to an anonymous page as for any file page.
  *   Only mappings whose read faults install read-only PTEs map a physical
  *   page (shared_folio_vma_maps()).
- * - A mapped physical folio is not migrated (migrate_folio_unmap(),
- *   try_to_migrate() and migrate_vma_collect_pmd() leave it): its aliases
- *   would not follow it.  Unmapped, it migrates after its aliases are
- *   detached, as before.
+ * - A physical folio gets no migration entries: its aliases would not
+ *   follow it to the new folio.  migrate_folio_unmap() unmaps it instead
+ *   (try_to_unmap(); faults map it again through the aliases) and it
+ *   migrates as an unmapped folio, after ->release_folio detached its
+ *   aliases.  try_to_migrate() and migrate_vma_collect_pmd() leave it.
  * - A read-only long-term pin (FOLL_LONGTERM) of a shared page in a shared
  *   mapping unshares the file's page first (sf_gup_must_unshare()), so that
  *   the pin sees the file's later writes, as for any page-cache page.
@@ -713,6 +714,35 @@ nomem:
 	return ERR_PTR(-ENOMEM);
 }
 EXPORT_SYMBOL_GPL(shared_folio_unshare);
+
+/**
+ * sf_alias_maybe_mapped() - may a PTE of its mapping map an alias's page?
+ * @alias: a locked alias
+ *
+ * False means that no PTE of @alias's mapping maps the physical page at
+ * @alias's index, and under the alias lock none can appear: every path
+ * that installs one holds it.  The VMA tree is looked at under the i_mmap
+ * lock only: a VMA being merged or split is out of the tree for a moment,
+ * PTEs and all (vma_prepare() to vma_complete(), under the write lock),
+ * so an unlocked mapping_mapped() could miss it.  A contended lock counts
+ * as mapped.
+ *
+ * Return: true if such a PTE may exist.
+ */
+bool sf_alias_maybe_mapped(struct folio *alias)
+{
+	struct address_space *mapping = alias->mapping;
+	bool mapped;
+
+	if (!folio_mapped(sf_alias_physical(alias)))
+		return false;
+	if (!mapping || !i_mmap_trylock_read(mapping))
+		return true;
+	mapped = vma_interval_tree_iter_first(&mapping->i_mmap, alias->index,
+					      alias->index);
+	i_mmap_unlock_read(mapping);
+	return mapped;
+}
 
 /**
  * shared_folio_rmap_walk() - rmap_walk() of a physical folio

@@ -222,18 +222,7 @@ static inline bool folio_is_sf_physical(const struct folio *folio)
 	       mapping->a_ops == &shared_folio_aops;
 }
 
-/*
- * May a PTE of @alias's mapping map the physical page at @alias's index?
- * False means none does, and under the alias lock none can appear: every
- * path that installs such a PTE holds it.  Only the physical folio's
- * mapcount is asked: the mapping's VMA tree may be empty for a moment
- * while a VMA is being merged or split (vma_prepare()), PTEs and all, so
- * an unlocked mapping_mapped() could miss them.
- */
-static inline bool sf_alias_maybe_mapped(struct folio *alias)
-{
-	return folio_mapped(sf_alias_physical(alias));
-}
+bool sf_alias_maybe_mapped(struct folio *alias);
 
 /* folio_mapped() for a page-cache folio that may be an alias. */
 static inline bool sf_folio_mapped(struct folio *folio)
