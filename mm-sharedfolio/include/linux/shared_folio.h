@@ -14,6 +14,48 @@
 #include <linux/spinlock.h>
 #include <linux/list.h>
 
+/*
+ * Mapping shared folios (see "DOC: Mapping" in mm/shared_folio.c): a PTE
+ * maps the physical page, never the alias, and counts in the physical
+ * folio's mapcount; the reverse map reaches it through the aliases.
+ * Declared in every configuration: the callers are guarded by
+ * folio_is_sf_alias() or folio_is_sf_physical(), which are constant false
+ * without CONFIG_SHARED_FOLIO.
+ */
+struct rmap_walk_control;
+
+bool sf_alias_maybe_mapped(struct folio *alias);
+
+/*
+ * Does @alias's page, in @mapping, extend past the file's EOF?  Its bytes
+ * there are the extent's: another sharer's data, or what a truncate left on
+ * disk, not zeros.  read() stops at EOF; a mapping would show them, so such
+ * a page is never mapped (it gets a private copy, zeroed past EOF).
+ */
+static inline bool sf_alias_past_eof(struct address_space *mapping,
+				     const struct folio *alias)
+{
+	return ((loff_t)alias->index << PAGE_SHIFT) + PAGE_SIZE >
+	       i_size_read(mapping->host);
+}
+
+/*
+ * Does a read fault in @vma install a read-only PTE?  Only then may it map
+ * a physical page: every write must fault first (private mappings COW;
+ * shared writable ones need write notification, ->page_mkwrite).
+ */
+static inline bool shared_folio_vma_maps(struct vm_area_struct *vma)
+{
+	return !pte_write(pfn_pte(0, READ_ONCE(vma->vm_page_prot)));
+}
+
+void shared_folio_rmap_walk(struct folio *folio, struct rmap_walk_control *rwc,
+			    bool locked);
+bool rmap_walk_file_mapping(struct folio *folio, struct address_space *mapping,
+			    pgoff_t pgoff_start, unsigned long nr_pages,
+			    struct rmap_walk_control *rwc, bool locked);
+vm_fault_t shared_folio_wp_fault(struct vm_fault *vmf, struct folio *folio);
+
 #ifdef CONFIG_SHARED_FOLIO
 
 /**
@@ -204,13 +246,7 @@ unsigned int shared_folio_nr_aliases(struct folio *folio);
 void sf_alias_free(struct folio *alias);
 void sf_alias_unaccount(struct folio *alias);
 
-/*
- * Mapping shared folios (see "DOC: Mapping" in mm/shared_folio.c): a PTE
- * maps the physical page, never the alias, and counts in the physical
- * folio's mapcount; the reverse map reaches it through the aliases.
- */
-struct rmap_walk_control;
-
+/* The address space operations of every extent cache. */
 extern const struct address_space_operations shared_folio_aops;
 
 /* Is @folio a physical folio, in the extent cache of some filesystem? */
@@ -222,8 +258,6 @@ static inline bool folio_is_sf_physical(const struct folio *folio)
 	       mapping->a_ops == &shared_folio_aops;
 }
 
-bool sf_alias_maybe_mapped(struct folio *alias);
-
 /* folio_mapped() for a page-cache folio that may be an alias. */
 static inline bool sf_folio_mapped(struct folio *folio)
 {
@@ -231,36 +265,6 @@ static inline bool sf_folio_mapped(struct folio *folio)
 		return sf_alias_maybe_mapped(folio);
 	return folio_mapped(folio);
 }
-
-/*
- * Does @alias's page, in @mapping, extend past the file's EOF?  Its bytes
- * there are the extent's: another sharer's data, or what a truncate left on
- * disk, not zeros.  read() stops at EOF; a mapping would show them, so such
- * a page is never mapped (it gets a private copy, zeroed past EOF).
- */
-static inline bool sf_alias_past_eof(struct address_space *mapping,
-				     const struct folio *alias)
-{
-	return ((loff_t)alias->index << PAGE_SHIFT) + PAGE_SIZE >
-	       i_size_read(mapping->host);
-}
-
-/*
- * Does a read fault in @vma install a read-only PTE?  Only then may it map
- * a physical page: every write must fault first (private mappings COW;
- * shared writable ones need write notification, ->page_mkwrite).
- */
-static inline bool shared_folio_vma_maps(struct vm_area_struct *vma)
-{
-	return !pte_write(pfn_pte(0, READ_ONCE(vma->vm_page_prot)));
-}
-
-void shared_folio_rmap_walk(struct folio *folio, struct rmap_walk_control *rwc,
-			    bool locked);
-bool rmap_walk_file_mapping(struct folio *folio, struct address_space *mapping,
-			    pgoff_t pgoff_start, unsigned long nr_pages,
-			    struct rmap_walk_control *rwc, bool locked);
-vm_fault_t shared_folio_wp_fault(struct vm_fault *vmf, struct folio *folio);
 
 #else /* !CONFIG_SHARED_FOLIO */
 
@@ -299,4 +303,5 @@ static inline bool sf_folio_mapped(struct folio *folio)
 }
 
 #endif /* CONFIG_SHARED_FOLIO */
+
 #endif /* _LINUX_SHARED_FOLIO_H */
