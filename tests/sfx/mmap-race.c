@@ -17,6 +17,9 @@
  * The check: the counter a mapping shows is never older than what pread()
  * returned before that mapping read it.
  *
+ * F must start with zeros at the start of every page (the counters only
+ * grow from 0), and G share its extents (a reflink).
+ *
  * Usage: mmap-race F G SECONDS      Exit: 0 fine, 1 stale, 2 setup error.
  */
 #define _GNU_SOURCE
