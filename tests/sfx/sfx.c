@@ -1141,16 +1141,27 @@ static void map_range(const struct mfile *f, size_t maxpages, size_t *off, size_
 	*len = (1 + below(lim)) * BLK;
 }
 
+/*
+ * A file that has persistent mappings (mapped_file()) and one of them,
+ * chosen at random: its slot in *kp.  NULL when no file has one.
+ */
+static struct mmapping *pick_any_mapping(struct mfile **fp, int *kp)
+{
+	*fp = mapped_file(*fp, false);
+	if (!*fp)
+		return NULL;
+	*kp = below((*fp)->nmaps);
+	return &(*fp)->map[*kp];
+}
+
 static struct mfile *do_unmap(struct mfile *f)
 {
 	struct mmapping *m;
 	int k;
 
-	f = mapped_file(f, false);
-	if (!f)
+	m = pick_any_mapping(&f, &k);
+	if (!m)
 		return NULL;
-	k = below(f->nmaps);
-	m = &f->map[k];
 	logop("unmap %s #%d (%s %zu+%zu)", fpath(f), k, map_kind(m), m->off, m->len);
 	unmap_slot(f, k);
 	return f;
@@ -1202,11 +1213,9 @@ static struct mfile *do_mremap(struct mfile *f)
 	void *p, *q;
 	int k;
 
-	f = mapped_file(f, false);
-	if (!f)
+	m = pick_any_mapping(&f, &k);
+	if (!m)
 		return NULL;
-	k = below(f->nmaps);
-	m = &f->map[k];
 	lim = all - m->off / BLK < MAPPAGES ? all - m->off / BLK : MAPPAGES;
 	len = (1 + below(lim)) * BLK;
 	fixed = below(3) == 0;
@@ -1254,11 +1263,9 @@ static struct mfile *do_madvise(struct mfile *f)
 	size_t first, n, ok;
 	int k, a;
 
-	f = mapped_file(f, false);
-	if (!f)
+	m = pick_any_mapping(&f, &k);
+	if (!m)
 		return NULL;
-	k = below(f->nmaps);
-	m = &f->map[k];
 	first = below(m->len / BLK);
 	n = 1 + below(m->len / BLK - first);
 	a = below(5);
