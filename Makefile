@@ -7,7 +7,7 @@
 
 SHELL := /bin/bash
 
-.PHONY: all deps kernel stock debug demo check check-host check-guest \
+.PHONY: all deps kernel stock debug rfc demo check check-host check-guest \
 	check-debug soak bench bench-drgn fstests sync check-sync checkpatch bisect dev-tree \
 	clean distclean help
 
@@ -31,6 +31,11 @@ stock: deps
 ## debug       build the debug flavour (KASAN, lockdep, DEBUG_VM, kmemleak)
 debug: deps
 	@bz=$$(qemu/kbuild debug) && echo "debug: $$bz"
+
+## rfc         build the 2021 RFC approach for comparison (patches/rfc2021,
+##             mount option sharedext)
+rfc: deps
+	@bz=$$(qemu/kbuild rfc) && echo "rfc: $$bz"
 
 ## demo        build, boot, and show what sharing does (the main job);
 ##             DEMO_N sharers (8) of a DEMO_MIB MiB file (128)
@@ -64,9 +69,12 @@ check-debug: deps
 soak: deps
 	@bz=$$(qemu/kbuild patched) && tests/soak -k "$$bz"
 
-## bench       benchmarks, patched against stock in the same run
+## bench       benchmarks: stock, patched, patched with drop_behind, overlayfs and
+##             the 2021 RFC (make rfc) booted alternately; build/bench/<date>/
+##             results.md, results.json, plots/; BENCH_QUICK=1 for a short run
 bench: deps
-	@s=$$(qemu/kbuild stock) && p=$$(qemu/kbuild patched) && tests/bench/run "$$s" "$$p"
+	@qemu/kbuild stock >/dev/null && qemu/kbuild patched >/dev/null && \
+	{ [ "$${BENCH_RFC:-1}" = 0 ] || qemu/kbuild rfc >/dev/null; } && tests/bench/run
 
 ## bench-drgn  time live drgn looks over the gdbstub at 1 GiB of shared data
 bench-drgn: deps

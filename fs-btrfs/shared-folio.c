@@ -663,6 +663,26 @@ out:
 }
 
 /**
+ * btrfs_sf_read_done() - a buffered read() copied [@start, @end)
+ * @inode: the file
+ * @start: file position the read started at
+ * @end: file position after the last byte it copied
+ *
+ * With drop-behind on (/sys/kernel/mm/shared_folio/drop_behind), the aliases
+ * the read used are evicted again: shared_folio_drop_behind().
+ *
+ * Context: process context, no locks held.
+ */
+void btrfs_sf_read_done(struct btrfs_inode *inode, loff_t start, loff_t end)
+{
+	struct address_space *mapping = inode->vfs_inode.i_mapping;
+
+	if (end > start && btrfs_sf_inode_eligible(inode))
+		shared_folio_drop_behind(mapping, start >> PAGE_SHIFT,
+					 (end - 1) >> PAGE_SHIFT);
+}
+
+/**
  * btrfs_sf_fault_wants_populate() - should a page fault populate first?
  * @inode: the file
  * @index: the faulting page

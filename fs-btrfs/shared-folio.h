@@ -13,6 +13,7 @@ struct btrfs_inode;
 int btrfs_sf_init(struct btrfs_fs_info *fs_info);
 void btrfs_sf_exit(struct btrfs_fs_info *fs_info);
 void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count);
+void btrfs_sf_read_done(struct btrfs_inode *inode, loff_t start, loff_t end);
 bool btrfs_sf_fault_wants_populate(struct btrfs_inode *inode, pgoff_t index);
 bool btrfs_sf_cached_page(struct btrfs_inode *inode, pgoff_t index);
 void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info, u64 start, u64 len);
@@ -25,6 +26,8 @@ static inline int btrfs_sf_init(struct btrfs_fs_info *fs_info) { return 0; }
 static inline void btrfs_sf_exit(struct btrfs_fs_info *fs_info) { }
 static inline void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos,
 				     size_t count) { }
+static inline void btrfs_sf_read_done(struct btrfs_inode *inode, loff_t start,
+				      loff_t end) { }
 static inline void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info,
 					     u64 start, u64 len) { }
 static inline void btrfs_sf_note_remap(struct btrfs_inode *src,

@@ -182,6 +182,12 @@ static struct lock_class_key sf_alias_lru_key;
  */
 static unsigned int max_sharing = 256;
 
+/*
+ * Drop-behind: a read() evicts the aliases it copied from (see
+ * shared_folio_drop_behind()).  /sys/kernel/mm/shared_folio/drop_behind.
+ */
+static bool drop_behind;
+
 static inline struct folio *sf_alias_to_folio(struct sf_alias *a)
 {
 	return (struct folio *)&a->page;
@@ -716,6 +722,78 @@ nomem:
 EXPORT_SYMBOL_GPL(shared_folio_unshare);
 
 /**
+ * shared_folio_drop_behind() - evict the aliases a read() used
+ * @mapping: the file's mapping
+ * @first: first index the read copied from
+ * @last: last index the read copied from
+ *
+ * With /sys/kernel/mm/shared_folio/drop_behind set, an alias lives only
+ * while a path needs a struct folio for it.  A read() that got its data
+ * through aliases evicts them afterwards, as the alias shrinker would, so
+ * N sharers that have all been read hold one copy of the data and no
+ * aliases.  The next read of the range finds the physical folios in the
+ * extent cache (no I/O) and makes new aliases: memory is traded for the
+ * CPU time of making them again.  An alias stays if its page may be mapped
+ * (the reverse map goes through it), if it is locked, or if someone else
+ * holds a reference (a pipe, another reader).
+ *
+ * Context: process context, no locks held; may sleep.
+ * Return: how many aliases were evicted.
+ */
+unsigned long shared_folio_drop_behind(struct address_space *mapping,
+				       pgoff_t first, pgoff_t last)
+{
+	XA_STATE(xas, &mapping->i_pages, first);
+	struct folio_batch fbatch;
+	unsigned long evicted = 0;
+	struct folio *folio;
+	unsigned int i;
+	bool more;
+
+	if (!READ_ONCE(drop_behind) || first > last)
+		return 0;
+	folio_batch_init(&fbatch);
+	do {
+		more = false;
+		rcu_read_lock();
+		xas_for_each(&xas, folio, last) {
+			if (xas_retry(&xas, folio))
+				continue;
+			if (xa_is_value(folio) || !folio_is_sf_alias(folio))
+				continue;
+			if (!folio_try_get(folio))
+				continue;
+			if (unlikely(folio != xas_reload(&xas))) {
+				folio_put(folio);
+				continue;
+			}
+			if (!folio_batch_add(&fbatch, folio)) {
+				xas_pause(&xas);
+				more = true;
+				break;
+			}
+		}
+		rcu_read_unlock();
+
+		for (i = 0; i < folio_batch_count(&fbatch); i++) {
+			folio = fbatch.folios[i];
+			if (!folio_trylock(folio))
+				continue;
+			/* The lock keeps it in its mapping, or it has left. */
+			if (folio->mapping == mapping &&
+			    !sf_alias_maybe_mapped(folio))
+				evicted += mapping_evict_folio(mapping, folio);
+			folio_unlock(folio);
+		}
+		/* The batch's references; may be the last of an evicted alias. */
+		folios_put(&fbatch);
+		cond_resched();
+	} while (more);
+	return evicted;
+}
+EXPORT_SYMBOL_GPL(shared_folio_drop_behind);
+
+/**
  * sf_alias_maybe_mapped() - may a PTE of its mapping map an alias's page?
  * @alias: a locked alias
  *
@@ -974,8 +1052,31 @@ static ssize_t max_sharing_store(struct kobject *kobj,
 
 static struct kobj_attribute max_sharing_attr = __ATTR_RW(max_sharing);
 
+static ssize_t drop_behind_show(struct kobject *kobj,
+				struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", READ_ONCE(drop_behind));
+}
+
+static ssize_t drop_behind_store(struct kobject *kobj,
+				 struct kobj_attribute *attr,
+				 const char *buf, size_t count)
+{
+	bool val;
+	int err;
+
+	err = kstrtobool(buf, &val);
+	if (err)
+		return err;
+	WRITE_ONCE(drop_behind, val);
+	return count;
+}
+
+static struct kobj_attribute drop_behind_attr = __ATTR_RW(drop_behind);
+
 static struct attribute *shared_folio_attrs[] = {
 	&max_sharing_attr.attr,
+	&drop_behind_attr.attr,
 	NULL,
 };
 

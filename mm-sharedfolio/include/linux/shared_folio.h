@@ -243,6 +243,8 @@ void shared_folio_invalidate(struct folio *folio, size_t offset, size_t len);
 struct folio *shared_folio_unshare(struct address_space *mapping,
 				   struct folio *alias, gfp_t gfp);
 unsigned int shared_folio_nr_aliases(struct folio *folio);
+unsigned long shared_folio_drop_behind(struct address_space *mapping,
+				       pgoff_t first, pgoff_t last);
 void sf_alias_free(struct folio *alias);
 void sf_alias_unaccount(struct folio *alias);
 
