@@ -10,6 +10,8 @@
 #   debug         base + series, guest.config + debug.config      build/obj-debug
 #   prefix:N      base + the first N patches, guest.config        build/obj-prefix
 #   prefix-off:N  the same with CONFIG_SHARED_FOLIO* off          build/obj-prefix-off
+#   rfc           base + patches/rfc2021/series (the 2021 RFC      build/obj-rfc
+#                 approach, for comparison), CONFIG_SHARED_FOLIO* off
 #
 # Functions (each prints one path or list on stdout):
 #   sf_flavour_ok FLAVOUR    status 0 if FLAVOUR is one of the above
@@ -23,6 +25,7 @@
 #   sf_series_patches [N]    the patches of patches/series in order, the
 #                            cover letter left out (first N only if given)
 #   sf_series_count          how many
+#   sf_rfc_patches           the patches of patches/rfc2021/series in order
 #   sf_patch_subject FILE    the Subject of a patch file, "[PATCH]" removed
 #   sf_base_tree             build/stock, the pristine base (tag "base"),
 #                            made by qemu/kbuild if it is not there yet
@@ -35,7 +38,7 @@ _SF_BZ_IN_OBJ=arch/x86/boot/bzImage
 
 sf_flavour_ok() {
 	case ${1:-} in
-	patched|stock|debug) return 0;;
+	patched|stock|debug|rfc) return 0;;
 	prefix:[0-9]*|prefix-off:[0-9]*) [[ ${1#*:} =~ ^[0-9]+$ ]];;
 	*) return 1;;
 	esac
@@ -78,7 +81,7 @@ sf_fragment() {
 	case $f in
 	patched|stock|prefix:*) cat "$SF_TOP/qemu/guest.config";;
 	debug) cat "$SF_TOP/qemu/guest.config" "$SF_TOP/qemu/debug.config";;
-	prefix-off:*)
+	prefix-off:*|rfc)
 		grep -v '^CONFIG_SHARED_FOLIO' "$SF_TOP/qemu/guest.config"
 		echo '# CONFIG_SHARED_FOLIO is not set';;
 	*) echo "sf_fragment: unknown flavour '$f'" >&2; return 1;;
@@ -94,6 +97,11 @@ sf_series_patches() {
 
 sf_series_count() {
 	sf_series_patches | wc -l
+}
+
+sf_rfc_patches() {
+	sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e 's/^[[:space:]]*//' "$SF_TOP/patches/rfc2021/series" |
+		{ grep -v -e '^$' || true; }
 }
 
 sf_patch_subject() {
