@@ -663,23 +663,61 @@ out:
 }
 
 /**
- * btrfs_sf_read_done() - a buffered read() copied [@start, @end)
- * @inode: the file
- * @start: file position the read started at
- * @end: file position after the last byte it copied
+ * btrfs_sf_read() - a buffered read() with drop-behind on
+ * @iocb: the read, its range populated already (btrfs_sf_populate())
+ * @to: the destination
+ * @already_read: bytes an O_DIRECT read copied before
  *
- * With drop-behind on (/sys/kernel/mm/shared_folio/drop_behind), the aliases
- * the read used are evicted again: shared_folio_drop_behind().
+ * Another reader's drop-behind may evict the aliases btrfs_sf_populate()
+ * just installed before filemap_read() gets to them; the miss would read
+ * that range, and the read-ahead after it, from disk into private folios.
+ * So read without I/O first, populate again once if that stopped short,
+ * and only then read as usual.
+ *
+ * Afterwards evict the aliases the read used (shared_folio_drop_behind()),
+ * and the page before them, all but the last page read: the next
+ * sequential read() finds its predecessor cached, which is how
+ * btrfs_sf_populate() knows a sequential reader, and small reads within
+ * one page do not make its alias each time.  The page before is the one
+ * the previous read of a sequential reader kept.
  *
  * Context: process context, no locks held.
+ * Return: as filemap_read().
  */
-void btrfs_sf_read_done(struct btrfs_inode *inode, loff_t start, loff_t end)
+ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to, ssize_t already_read)
 {
+	struct btrfs_inode *inode = BTRFS_I(file_inode(iocb->ki_filp));
 	struct address_space *mapping = inode->vfs_inode.i_mapping;
+	loff_t start = iocb->ki_pos;
+	ssize_t ret;
+	pgoff_t first, last;
+	unsigned long dropped;
 
-	if (end > start && btrfs_sf_inode_eligible(inode))
-		shared_folio_drop_behind(mapping, start >> PAGE_SHIFT,
-					 (end - 1) >> PAGE_SHIFT);
+	iocb->ki_flags |= IOCB_NOIO;
+	ret = filemap_read(iocb, to, already_read);
+	iocb->ki_flags &= ~IOCB_NOIO;
+	if (ret < 0 && ret != -EAGAIN)
+		return ret;
+	if (ret < 0)
+		ret = already_read;
+	if (iov_iter_count(to) && iocb->ki_pos < i_size_read(&inode->vfs_inode)) {
+		btrfs_sf_populate(inode, iocb->ki_pos, iov_iter_count(to));
+		ret = filemap_read(iocb, to, ret);
+	}
+
+	if (iocb->ki_pos <= start)
+		return ret;
+	first = start >> PAGE_SHIFT;
+	last = (iocb->ki_pos - 1) >> PAGE_SHIFT;
+	if (first)
+		first--;
+	if (last > first && btrfs_sf_inode_eligible(inode)) {
+		dropped = shared_folio_drop_behind(mapping, first, last - 1);
+		if (dropped)
+			shared_folio_count_drops(&inode->root->fs_info->sf_stats,
+						 dropped);
+	}
+	return ret;
 }
 
 /**

@@ -4,16 +4,19 @@
 #define BTRFS_SHARED_FOLIO_H
 
 #include <linux/types.h>
+#include <linux/fs.h>
 
 struct btrfs_fs_info;
 struct btrfs_inode;
+struct kiocb;
+struct iov_iter;
 
 #ifdef CONFIG_SHARED_FOLIO
 
 int btrfs_sf_init(struct btrfs_fs_info *fs_info);
 void btrfs_sf_exit(struct btrfs_fs_info *fs_info);
 void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count);
-void btrfs_sf_read_done(struct btrfs_inode *inode, loff_t start, loff_t end);
+ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to, ssize_t already_read);
 bool btrfs_sf_fault_wants_populate(struct btrfs_inode *inode, pgoff_t index);
 bool btrfs_sf_cached_page(struct btrfs_inode *inode, pgoff_t index);
 void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info, u64 start, u64 len);
@@ -26,8 +29,11 @@ static inline int btrfs_sf_init(struct btrfs_fs_info *fs_info) { return 0; }
 static inline void btrfs_sf_exit(struct btrfs_fs_info *fs_info) { }
 static inline void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos,
 				     size_t count) { }
-static inline void btrfs_sf_read_done(struct btrfs_inode *inode, loff_t start,
-				      loff_t end) { }
+static inline ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to,
+				    ssize_t already_read)
+{
+	return filemap_read(iocb, to, already_read);
+}
 static inline void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info,
 					     u64 start, u64 len) { }
 static inline void btrfs_sf_note_remap(struct btrfs_inode *src,

@@ -93,10 +93,32 @@ def alias_folio(prog, a):
     return cast("struct folio *", a.page.address_of_())
 
 
+def alias_layout_v4(prog):
+    """True for the 128-byte struct sf_alias of series v4 and before, which
+    kept ->folio, ->sf and ->node; v5 derives them (88 bytes: the struct
+    page, whose lru is the list node, the PFN, the alias LRU's head)."""
+    try:
+        return prog.type("struct sf_alias").has_member("folio")
+    except LookupError:
+        return False
+
+
 def alias_physical(prog, alias):
     """(physical folio, PFN) of an alias folio."""
     a = sf_alias_of(prog, alias)
-    return a.folio, a.pfn.value_()
+    pfn = a.pfn.value_()
+    if alias_layout_v4(prog):
+        return a.folio, pfn
+    return cast("struct folio *", pfn_to_page(prog, pfn)), pfn
+
+
+def alias_descriptor(prog, a):
+    """The descriptor a struct sf_alias * points at, or derives (its
+    physical folio's ->private): meaningful while it is on a list."""
+    if alias_layout_v4(prog):
+        return a.sf
+    folio, _ = alias_physical(prog, alias_folio(prog, a))
+    return cast("struct shared_folio *", folio.private)
 
 
 def flag(prog, folio, name):
@@ -187,8 +209,9 @@ def alias_walk_limit(prog, sf):
 def folio_aliases(prog, sf):
     """The struct sf_alias * on a descriptor's list, at most
     alias_walk_limit() of them."""
+    node = "node" if alias_layout_v4(prog) else "page.lru"
     return list(islice(list_for_each_entry("struct sf_alias", sf.aliases.address_of_(),
-                                           "node"), alias_walk_limit(prog, sf)))
+                                           node), alias_walk_limit(prog, sf)))
 
 
 def shared(prog, fs_info, index, folio, sf):
@@ -683,9 +706,9 @@ def audit(prog, counted=None):
                 if listed.get(alias.value_()) is s:
                     continue	# a list that loops: checked once
                 listed[alias.value_()] = s
-                if a.sf != sf:
+                if alias_descriptor(prog, a) != sf:
                     bad.append("%s: points at another descriptor" % aw)
-                if a.folio != f:
+                if alias_physical(prog, alias)[0] != f:
                     bad.append("%s: points at another physical folio" % aw)
                 if a.pfn.value_() != s.pfn:
                     bad.append("%s: pfn %#x, physical is %#x" % (aw, a.pfn.value_(), s.pfn))

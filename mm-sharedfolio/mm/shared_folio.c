@@ -26,7 +26,7 @@
  *	file A i_pages          file B i_pages        extent cache i_pages
  *	 [idx 7] -> alias A7     [idx 2] -> alias B2   [bytenr>>12] -> folio
  *	              |                       |                        ^
- *	              +------- ->folio -------+-----> shared_folio ----+
+ *	              +-------- ->pfn --------+-----> shared_folio ----+
  *	                                              (folio->private)
  *	                                              aliases: A7, B2
  *
@@ -184,13 +184,27 @@ static unsigned int max_sharing = 256;
 
 /*
  * Drop-behind: a read() evicts the aliases it copied from (see
- * shared_folio_drop_behind()).  /sys/kernel/mm/shared_folio/drop_behind.
+ * shared_folio_drop_behind()).  /sys/kernel/mm/shared_folio/drop_behind;
+ * a static key, so that reads pay nothing while it is off.
  */
-static bool drop_behind;
+DEFINE_STATIC_KEY_FALSE(shared_folio_drop_behind_key);
+EXPORT_SYMBOL_GPL(shared_folio_drop_behind_key);
 
 static inline struct folio *sf_alias_to_folio(struct sf_alias *a)
 {
 	return (struct folio *)&a->page;
+}
+
+/* On its descriptor's list, that is in a mapping (struct sf_alias). */
+static inline bool sf_alias_linked(struct sf_alias *a)
+{
+	return !list_empty(&a->page.lru);
+}
+
+/* The descriptor of a linked alias (struct sf_alias). */
+static inline struct shared_folio *sf_alias_descriptor(struct sf_alias *a)
+{
+	return folio_get_private(pfn_folio(a->pfn));
 }
 
 /* Charged to the reader's memcg, with that memcg's part of the alias LRU. */
@@ -349,9 +363,7 @@ int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
 	set_page_count(&a->page, 1);
 	atomic_set(&a->page._mapcount, -1);
 	a->pfn = pfn;
-	a->folio = folio;
-	a->sf = sf;
-	INIT_LIST_HEAD(&a->node);
+	INIT_LIST_HEAD(&a->page.lru);
 	INIT_LIST_HEAD(&a->lru);
 	alias = sf_alias_to_folio(a);
 	alias->mapping = mapping;
@@ -372,7 +384,7 @@ int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
 			goto unlock;
 		mapping->nrpages++;
 		spin_lock(&sf->lock);
-		list_add_tail(&a->node, &sf->aliases);
+		list_add_tail(&a->page.lru, &sf->aliases);
 		++sf->nr_aliases;
 		spin_unlock(&sf->lock);
 		atomic_long_inc(&sf->stats->aliases);
@@ -406,25 +418,25 @@ EXPORT_SYMBOL_GPL(shared_folio_add_alias);
 void sf_alias_unaccount(struct folio *alias)
 {
 	struct sf_alias *a = folio_sf_alias(alias);
-	struct shared_folio *sf = a->sf;
+	struct shared_folio *sf;
 
 	list_lru_del_obj(&sf_alias_lru, &a->lru);
-	if (WARN_ON_ONCE(!sf))
+	if (WARN_ON_ONCE(!sf_alias_linked(a)))
 		return;
+	sf = sf_alias_descriptor(a);
 	atomic_long_dec(&sf->stats->aliases);
 	/* The shrinker's eviction: @sf and the mapping are pinned here. */
-	if (a->evicting) {
+	if (folio_test_checked(alias)) {
 		shared_folio_count_reclaims(sf->stats, 1);
 		trace_shared_folio_reclaim(alias->mapping, alias->index,
 					   a->pfn, READ_ONCE(sf->nr_aliases) - 1);
 	}
 	spin_lock(&sf->lock);
-	list_del_init(&a->node);
+	list_del_init(&a->page.lru);
 	sf->nr_aliases--;
 	spin_unlock(&sf->lock);
 	/* sf may be freed as soon as the lock is dropped: no more use. */
-	a->sf = NULL;
-	__node_stat_mod_folio(a->folio, NR_SHARED_FOLIO_ALIAS, -1);
+	__node_stat_mod_folio(pfn_folio(a->pfn), NR_SHARED_FOLIO_ALIAS, -1);
 }
 
 /*
@@ -439,13 +451,15 @@ void sf_alias_free(struct folio *alias)
 {
 	struct sf_alias *a = folio_sf_alias(alias);
 
-	if (WARN_ON_ONCE(a->sf || alias->mapping || !list_empty(&a->lru))) {
+	if (WARN_ON_ONCE(sf_alias_linked(a) || alias->mapping ||
+			 !list_empty(&a->lru))) {
 		/* Freed while still in a mapping: a refcount bug elsewhere. */
 		dump_page(&a->page, "shared folio alias freed while in a mapping");
 		return;	/* leak rather than corrupt */
 	}
-	folio_put(a->folio);
-	kfree_rcu(a, rcu);
+	folio_put(pfn_folio(a->pfn));
+	/* Over @page.lru, which is unlinked. */
+	kfree_rcu(a, page.rcu_head);
 }
 
 enum sf_next { SF_NEXT_EMPTY, SF_NEXT_GOT, SF_NEXT_FROZEN };
@@ -463,9 +477,9 @@ static enum sf_next sf_next_alias(struct shared_folio *sf, struct folio **aliasp
 	struct sf_alias *a;
 
 	spin_lock_irq(&sf->lock);
-	a = list_first_entry_or_null(&sf->aliases, struct sf_alias, node);
+	a = list_first_entry_or_null(&sf->aliases, struct sf_alias, page.lru);
 	if (a) {
-		list_move_tail(&a->node, &sf->aliases);
+		list_move_tail(&a->page.lru, &sf->aliases);
 		*aliasp = sf_alias_to_folio(a);
 		ret = folio_try_get(*aliasp) ? SF_NEXT_GOT : SF_NEXT_FROZEN;
 	}
@@ -701,7 +715,7 @@ struct folio *shared_folio_unshare(struct address_space *mapping,
 	trace_mm_filemap_add_to_page_cache(new);
 	__lruvec_stat_mod_folio(new, NR_FILE_PAGES, 1);
 	nr = shared_folio_nr_aliases(folio);
-	stats = folio_sf_alias(alias)->sf->stats;
+	stats = sf_alias_descriptor(folio_sf_alias(alias))->stats;
 	sf_alias_unaccount(alias);
 	alias->mapping = NULL;
 	xas_unlock_irq(&xas);
@@ -729,15 +743,19 @@ EXPORT_SYMBOL_GPL(shared_folio_unshare);
  *
  * With /sys/kernel/mm/shared_folio/drop_behind set, an alias lives only
  * while a path needs a struct folio for it.  A read() that got its data
- * through aliases evicts them afterwards, as the alias shrinker would, so
- * N sharers that have all been read hold one copy of the data and no
+ * through aliases evicts them afterwards with mapping_evict_folio(), as
+ * the alias shrinker does (but counted as drops, not reclaims), so N
+ * sharers that have all been read hold one copy of the data and almost no
  * aliases.  The next read of the range finds the physical folios in the
  * extent cache (no I/O) and makes new aliases: memory is traded for the
- * CPU time of making them again.  An alias stays if its page may be mapped
- * (the reverse map goes through it), if it is locked, or if someone else
- * holds a reference (a pipe, another reader).
+ * work of making them again.  An alias stays if its page may be mapped
+ * (the reverse map goes through it; mapping_evict_folio() asks), if it is
+ * locked, or if someone else holds a reference (a pipe, another reader).
+ * A file with any VMA keeps all its aliases: a fault may be about to map
+ * one that its populate installed.
  *
- * Context: process context, no locks held; may sleep.
+ * Context: process context, no locks held; may sleep.  The caller pins
+ * @mapping (an open file).
  * Return: how many aliases were evicted.
  */
 unsigned long shared_folio_drop_behind(struct address_space *mapping,
@@ -750,7 +768,8 @@ unsigned long shared_folio_drop_behind(struct address_space *mapping,
 	unsigned int i;
 	bool more;
 
-	if (!READ_ONCE(drop_behind) || first > last)
+	if (!shared_folio_drop_behind_enabled() || first > last ||
+	    mapping_mapped(mapping))
 		return 0;
 	folio_batch_init(&fbatch);
 	do {
@@ -779,9 +798,11 @@ unsigned long shared_folio_drop_behind(struct address_space *mapping,
 			folio = fbatch.folios[i];
 			if (!folio_trylock(folio))
 				continue;
-			/* The lock keeps it in its mapping, or it has left. */
-			if (folio->mapping == mapping &&
-			    !sf_alias_maybe_mapped(folio))
+			/*
+			 * The lock keeps it in its mapping, or it has left;
+			 * mapping_evict_folio() leaves it if it may be mapped.
+			 */
+			if (folio->mapping == mapping)
 				evicted += mapping_evict_folio(mapping, folio);
 			folio_unlock(folio);
 		}
@@ -991,11 +1012,11 @@ static enum lru_status sf_alias_lru_isolate(struct list_head *item,
 	 * eviction is counted by sf_alias_unaccount(), under the xa_lock.
 	 */
 	mapping = alias->mapping;
-	a->evicting = true;
+	folio_set_checked(alias);
 	if (mapping_evict_folio(mapping, alias)) {
 		(*freed)++;
 	} else {
-		a->evicting = false;
+		folio_clear_checked(alias);
 		/*
 		 * Busy (a reader holds it): back on the list, under the
 		 * xa_lock as every insertion; it is still in @mapping.
@@ -1055,7 +1076,8 @@ static struct kobj_attribute max_sharing_attr = __ATTR_RW(max_sharing);
 static ssize_t drop_behind_show(struct kobject *kobj,
 				struct kobj_attribute *attr, char *buf)
 {
-	return sysfs_emit(buf, "%d\n", READ_ONCE(drop_behind));
+	return sysfs_emit(buf, "%d\n",
+			  static_key_enabled(&shared_folio_drop_behind_key));
 }
 
 static ssize_t drop_behind_store(struct kobject *kobj,
@@ -1068,7 +1090,10 @@ static ssize_t drop_behind_store(struct kobject *kobj,
 	err = kstrtobool(buf, &val);
 	if (err)
 		return err;
-	WRITE_ONCE(drop_behind, val);
+	if (val)
+		static_branch_enable(&shared_folio_drop_behind_key);
+	else
+		static_branch_disable(&shared_folio_drop_behind_key);
 	return count;
 }
 

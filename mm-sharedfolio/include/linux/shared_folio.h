@@ -13,6 +13,7 @@
 #include <linux/mm.h>
 #include <linux/spinlock.h>
 #include <linux/list.h>
+#include <linux/jump_label.h>
 
 /*
  * Mapping shared folios (see "DOC: Mapping" in mm/shared_folio.c): a PTE
@@ -70,12 +71,14 @@ vm_fault_t shared_folio_wp_fault(struct vm_fault *vmf, struct folio *folio);
  * @reclaims: aliases detached from their mapping: by reclaim of their
  *            physical folio, by its invalidation (extent freed, teardown)
  *            or by the memcg-aware alias shrinker
+ * @drops: aliases a read() evicted after copying from them (drop-behind,
+ *         shared_folio_drop_behind())
  *
  * The one place these are kept: the filesystem embeds it, keeps it alive
  * until its extent cache is empty, and reports it.  The two gauges
- * (@folios, @aliases) are kept by the mm core; the four event counters are
+ * (@folios, @aliases) are kept by the mm core; the event counters are
  * updated only through the shared_folio_count_*() helpers, which also
- * count the system-wide vm events of /proc/vmstat.
+ * count the system-wide vm events of /proc/vmstat (@drops has none).
  */
 struct shared_folio_stats {
 	atomic_long_t folios;
@@ -84,6 +87,7 @@ struct shared_folio_stats {
 	atomic_long_t misses;
 	atomic_long_t unshares;
 	atomic_long_t reclaims;
+	atomic_long_t drops;
 };
 
 static inline void shared_folio_count_hits(struct shared_folio_stats *stats,
@@ -112,6 +116,12 @@ static inline void shared_folio_count_reclaims(struct shared_folio_stats *stats,
 {
 	atomic_long_add(nr, &stats->reclaims);
 	count_vm_events(SHARED_FOLIO_RECLAIM, nr);
+}
+
+static inline void shared_folio_count_drops(struct shared_folio_stats *stats,
+					    unsigned long nr)
+{
+	atomic_long_add(nr, &stats->drops);
 }
 
 /**
@@ -154,16 +164,22 @@ struct shared_folio {
 /**
  * struct sf_alias - an alias folio and what it needs beyond struct page
  * @page: the alias itself; order 0, so only the first struct page of a
- *        struct folio is ever touched (folio_test_large() is false)
+ *        struct folio is ever touched (folio_test_large() is false).  An
+ *        alias is never on an LRU, so @page.lru is its entry on the
+ *        descriptor's list while it is in a mapping (sf_alias_linked()),
+ *        and @page.rcu_head frees it a grace period after its last
+ *        reference went
  * @pfn: the physical PFN; __page_to_pfn() reads it at (page + 1)
- * @folio: the physical folio; the alias holds one reference on it
- * @sf: the descriptor of @folio, valid while @node is linked
- * @node: entry on @sf->aliases while the alias is in a mapping
- * @rcu: frees the alias a grace period after its last reference went
  * @lru: entry on the memcg-aware alias LRU while the alias is in a mapping,
  *       so that the memcg it is charged to can reclaim it
- * @evicting: the alias shrinker is evicting it: its removal from the
- *            mapping is counted and traced as a reclaim
+ *
+ * 88 bytes.  What an alias needs besides is derived: its physical folio is
+ * pfn_folio(@pfn), on which it holds a reference, and while it is linked
+ * its descriptor is that folio's ->private (sf_alias_descriptor()), which
+ * is freed only after the last alias has left the list.  The alias
+ * shrinker marks the alias it is evicting with PG_checked (an alias is
+ * never written, so no filesystem looks at it), so that its removal is
+ * counted and traced as a reclaim.
  *
  * Lockless page-cache lookups (find_get_entry(), filemap_get_read_batch(),
  * next_uptodate_folio(), ...) may still hold a pointer to an alias that was
@@ -175,14 +191,7 @@ struct shared_folio {
 struct sf_alias {
 	struct page page;
 	unsigned long pfn;
-	struct folio *folio;
-	struct shared_folio *sf;
-	union {
-		struct list_head node;
-		struct rcu_head rcu;	/* after @node is unlinked */
-	};
 	struct list_head lru;
-	bool evicting;
 };
 
 /* __page_to_pfn() reads the PFN right after the alias's struct page. */
@@ -215,7 +224,7 @@ static inline struct sf_alias *folio_sf_alias(const struct folio *alias)
 /* The physical folio an alias describes. */
 static inline struct folio *sf_alias_physical(const struct folio *alias)
 {
-	return folio_sf_alias(alias)->folio;
+	return pfn_folio(folio_sf_alias(alias)->pfn);
 }
 
 /**
@@ -245,6 +254,14 @@ struct folio *shared_folio_unshare(struct address_space *mapping,
 unsigned int shared_folio_nr_aliases(struct folio *folio);
 unsigned long shared_folio_drop_behind(struct address_space *mapping,
 				       pgoff_t first, pgoff_t last);
+
+DECLARE_STATIC_KEY_FALSE(shared_folio_drop_behind_key);
+
+/* /sys/kernel/mm/shared_folio/drop_behind: see shared_folio_drop_behind(). */
+static inline bool shared_folio_drop_behind_enabled(void)
+{
+	return static_branch_unlikely(&shared_folio_drop_behind_key);
+}
 void sf_alias_free(struct folio *alias);
 void sf_alias_unaccount(struct folio *alias);
 
@@ -283,6 +300,11 @@ static inline bool folio_is_sf_alias(const struct folio *folio)
 static inline struct folio *sf_alias_physical(const struct folio *alias)
 {
 	return NULL;
+}
+
+static inline bool shared_folio_drop_behind_enabled(void)
+{
+	return false;
 }
 
 static inline struct folio *shared_folio_unshare(struct address_space *mapping,
