@@ -95,7 +95,7 @@ def alias_folio(prog, a):
 
 def alias_layout_v4(prog):
     """True for the 128-byte struct sf_alias of series v4 and before, which
-    kept ->folio, ->sf and ->node; v5 derives them (88 bytes: the struct
+    kept ->folio, ->sf and ->node; v5 derives them (96 bytes: the struct
     page, whose lru is the list node, the PFN, the alias LRU's head)."""
     try:
         return prog.type("struct sf_alias").has_member("folio")

@@ -148,7 +148,7 @@ shared_folio_bytes_saved(const struct shared_folio_stats *stats)
  * struct shared_folio - the shared-folio descriptor of a physical folio
  * @lock: protects @aliases and @nr_aliases (irq-safe: nests in the xa_lock)
  * @nr_aliases: number of aliases on @aliases
- * @aliases: the aliases currently in a mapping, linked by sf_alias.node
+ * @aliases: the aliases currently in a mapping, linked by their page.lru
  * @stats: counters of the cache the folio belongs to
  *
  * Attached to the physical folio as folio->private (PG_private, one folio
@@ -173,10 +173,12 @@ struct shared_folio {
  * @lru: entry on the memcg-aware alias LRU while the alias is in a mapping,
  *       so that the memcg it is charged to can reclaim it
  *
- * 88 bytes.  What an alias needs besides is derived: its physical folio is
- * pfn_folio(@pfn), on which it holds a reference, and while it is linked
- * its descriptor is that folio's ->private (sf_alias_descriptor()), which
- * is freed only after the last alias has left the list.  The alias
+ * 88 bytes of fields, 96 with the padding that struct page's 16-byte
+ * alignment (HAVE_ALIGNED_STRUCT_PAGE) adds.  What an alias needs besides
+ * is derived: its physical folio is pfn_folio(@pfn), on which it holds a
+ * reference, and while it is linked its descriptor is that folio's
+ * ->private (sf_alias_descriptor()), which is freed only after the last
+ * alias has left the list.  The alias
  * shrinker marks the alias it is evicting with PG_checked (an alias is
  * never written, so no filesystem looks at it), so that its removal is
  * counted and traced as a reclaim.
