@@ -95,8 +95,9 @@ def alias_folio(prog, a):
 
 def alias_layout_v4(prog):
     """True for the 128-byte struct sf_alias of series v4 and before, which
-    kept ->folio, ->sf and ->node; v5 derives them (96 bytes: the struct
-    page, whose lru is the list node, the PFN, the alias LRU's head)."""
+    kept ->folio, ->sf and ->node; v5 derives ->folio and ->node (96
+    bytes: the struct page, whose lru is the list node, the PFN, the alias
+    LRU's head and ->sf)."""
     try:
         return prog.type("struct sf_alias").has_member("folio")
     except LookupError:
@@ -113,9 +114,10 @@ def alias_physical(prog, alias):
 
 
 def alias_descriptor(prog, a):
-    """The descriptor a struct sf_alias * points at, or derives (its
-    physical folio's ->private): meaningful while it is on a list."""
-    if alias_layout_v4(prog):
+    """The descriptor a struct sf_alias * points at (v4, and v5 since the
+    second review), or derives (its physical folio's ->private):
+    meaningful while it is on a list."""
+    if prog.type("struct sf_alias").has_member("sf"):
         return a.sf
     folio, _ = alias_physical(prog, alias_folio(prog, a))
     return cast("struct shared_folio *", folio.private)

@@ -204,7 +204,7 @@ static inline bool sf_alias_linked(struct sf_alias *a)
 /* The descriptor of a linked alias (struct sf_alias). */
 static inline struct shared_folio *sf_alias_descriptor(struct sf_alias *a)
 {
-	return folio_get_private(pfn_folio(a->pfn));
+	return a->sf;
 }
 
 /* Charged to the reader's memcg, with that memcg's part of the alias LRU. */
@@ -364,6 +364,7 @@ int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
 	atomic_set(&a->page._mapcount, -1);
 	a->pfn = pfn;
 	INIT_LIST_HEAD(&a->page.lru);
+	a->sf = sf;
 	INIT_LIST_HEAD(&a->lru);
 	alias = sf_alias_to_folio(a);
 	alias->mapping = mapping;
@@ -433,6 +434,7 @@ void sf_alias_unaccount(struct folio *alias)
 	}
 	spin_lock(&sf->lock);
 	list_del_init(&a->page.lru);
+	a->sf = NULL;
 	sf->nr_aliases--;
 	spin_unlock(&sf->lock);
 	/* sf may be freed as soon as the lock is dropped: no more use. */

@@ -172,16 +172,16 @@ struct shared_folio {
  * @pfn: the physical PFN; __page_to_pfn() reads it at (page + 1)
  * @lru: entry on the memcg-aware alias LRU while the alias is in a mapping,
  *       so that the memcg it is charged to can reclaim it
+ * @sf: its descriptor while it is linked, NULL after; kept although the
+ *      physical folio's ->private names it too, because a descriptor that
+ *      shared_folio_free_descriptor() leaks (an alias it could not detach)
+ *      is no longer ->private, and in the 8 bytes of padding that struct
+ *      page's 16-byte alignment (HAVE_ALIGNED_STRUCT_PAGE) adds anyway
  *
- * 88 bytes of fields, 96 with the padding that struct page's 16-byte
- * alignment (HAVE_ALIGNED_STRUCT_PAGE) adds.  What an alias needs besides
- * is derived: its physical folio is pfn_folio(@pfn), on which it holds a
- * reference, and while it is linked its descriptor is that folio's
- * ->private (sf_alias_descriptor()), which is freed only after the last
- * alias has left the list.  The alias
- * shrinker marks the alias it is evicting with PG_checked (an alias is
- * never written, so no filesystem looks at it), so that its removal is
- * counted and traced as a reclaim.
+ * 96 bytes.  Its physical folio is derived, pfn_folio(@pfn), on which it
+ * holds a reference.  The alias shrinker marks the alias it is evicting
+ * with PG_checked (an alias is never written, so no filesystem looks at
+ * it), so that its removal is counted and traced as a reclaim.
  *
  * Lockless page-cache lookups (find_get_entry(), filemap_get_read_batch(),
  * next_uptodate_folio(), ...) may still hold a pointer to an alias that was
@@ -194,10 +194,13 @@ struct sf_alias {
 	struct page page;
 	unsigned long pfn;
 	struct list_head lru;
+	struct shared_folio *sf;
 };
 
 /* __page_to_pfn() reads the PFN right after the alias's struct page. */
 static_assert(offsetof(struct sf_alias, pfn) == sizeof(struct page));
+/* One cache line and a half: struct page, PFN, LRU head, descriptor. */
+static_assert(sizeof(struct sf_alias) <= 96);
 
 /*
  * An alias lives in the direct map (slab), which on x86_64 lies below the
