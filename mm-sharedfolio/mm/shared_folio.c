@@ -82,11 +82,10 @@
  *   MAP_PRIVATE write copies to an anonymous page as for any file page.
  *   Only mappings whose read faults install read-only PTEs map a physical
  *   page (shared_folio_vma_maps()).
- * - A physical folio gets no migration entries: its aliases would not
- *   follow it to the new folio.  migrate_folio_unmap() unmaps it instead
- *   (try_to_unmap(); faults map it again through the aliases) and it
- *   migrates as an unmapped folio, after ->release_folio detached its
- *   aliases.  try_to_migrate() and migrate_vma_collect_pmd() leave it.
+ * - Migration replaces every sharer's PTE by a migration entry and maps
+ *   the new folio in its place, with every alias locked throughout and
+ *   retargeted to the new folio (DOC: Migration).  Device migration
+ *   (migrate_vma_collect_pmd()) leaves a physical folio alone.
  * - A read-only long-term pin (FOLL_LONGTERM) of a shared page in a shared
  *   mapping unshares the file's page first (sf_gup_must_unshare()), so that
  *   the pin sees the file's later writes, as for any page-cache page.
@@ -114,6 +113,10 @@
  * nothing allocates with reclaim under either (see shared_folio_prealloc()).
  * A fault takes the alias lock under the mmap lock (or the VMA lock), as
  * for any page-cache folio; the rmap walk only try-locks aliases.
+ * Migration try-locks every alias of a physical folio and holds them until
+ * the folio is moved or restored; while a batch is being migrated it
+ * allocates new folios with them held, as it does with the old folios'
+ * own locks: reclaim and compaction only try-lock either.
  * The alias shrinker holds the LRU lock and only try-gets and try-locks an
  * alias; it drops the LRU lock before it evicts.
  */
@@ -149,8 +152,12 @@
 #include <linux/memory_hotplug.h>
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
+#include <linux/migrate.h>
+#include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/shared_folio.h>
 #include "internal.h"
+#include "shared_folio_internal.h"
 
 #define CREATE_TRACE_POINTS
 #include <trace/events/shared_folio.h>
@@ -206,6 +213,16 @@ static inline struct shared_folio *sf_alias_descriptor(struct sf_alias *a)
 {
 	return a->sf;
 }
+
+/*
+ * The page flags an alias copies from its physical folio: only the links
+ * that page_zone() and page_to_nid() read; no page flag, and none of the
+ * LRU generation, refs or cpupid bits of the physical page.  Set when the
+ * alias is made, and again when its physical folio migrates.
+ */
+#define SF_ALIAS_LINKS	((ZONES_MASK << ZONES_PGSHIFT) |		\
+			 (NODES_MASK << NODES_PGSHIFT) |		\
+			 (SECTIONS_MASK << SECTIONS_PGSHIFT))
 
 /* Charged to the reader's memcg, with that memcg's part of the alias LRU. */
 static struct sf_alias *sf_alloc_alias(gfp_t gfp)
@@ -352,14 +369,7 @@ int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
 		if (!a)
 			return -ENOMEM;
 	}
-	/*
-	 * Only the links that page_zone() and page_to_nid() read: no page
-	 * flag, and none of the LRU generation, refs or cpupid bits of the
-	 * physical page.
-	 */
-	a->page.flags = folio->flags & ((ZONES_MASK << ZONES_PGSHIFT) |
-					(NODES_MASK << NODES_PGSHIFT) |
-					(SECTIONS_MASK << SECTIONS_PGSHIFT));
+	a->page.flags = folio->flags & SF_ALIAS_LINKS;
 	set_page_count(&a->page, 1);
 	atomic_set(&a->page._mapcount, -1);
 	a->pfn = pfn;
@@ -849,7 +859,8 @@ bool sf_alias_maybe_mapped(struct folio *alias)
  * shared_folio_rmap_walk() - rmap_walk() of a physical folio
  * @folio: locked physical folio
  * @rwc: the walk
- * @locked: the caller holds an i_mmap lock (not supported)
+ * @locked: the caller holds the lock of every alias of @folio
+ *          (shared_folio_migrate_lock(), for rmap_walk_locked())
  *
  * Every PTE of @folio lies in an alias's mapping at that alias's index
  * (DOC: Mapping): walk those.  Each alias is locked with a trylock, which
@@ -858,6 +869,13 @@ bool sf_alias_maybe_mapped(struct folio *alias)
  * it), so try_to_unmap() may leave @folio mapped and the caller keeps it.
  * The walk is bounded by the aliases there are (max_sharing).
  *
+ * There is no single i_mmap lock for a physical folio to hold, so
+ * rmap_walk_locked() means here that the caller holds every alias lock:
+ * the walk then visits every alias and skips none, as migration needs
+ * (try_to_migrate(), remove_migration_ptes()).  Nothing can add an alias
+ * (that takes @folio's lock) or remove one (that takes its lock), so the
+ * list is walked as it stands.
+ *
  * Context: @folio locked, so no alias is added or detached meanwhile.
  */
 void shared_folio_rmap_walk(struct folio *folio, struct rmap_walk_control *rwc,
@@ -865,10 +883,21 @@ void shared_folio_rmap_walk(struct folio *folio, struct rmap_walk_control *rwc,
 {
 	struct shared_folio *sf = folio_get_private(folio);
 	struct folio *alias;
+	struct sf_alias *a;
 	unsigned int n;
 
-	if (!sf || WARN_ON_ONCE(locked))
+	if (!sf)
 		return;
+	if (locked) {
+		list_for_each_entry(a, &sf->aliases, page.lru) {
+			alias = sf_alias_to_folio(a);
+			VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(alias), alias);
+			if (!rmap_walk_file_mapping(folio, alias->mapping,
+						    alias->index, 1, rwc, false))
+				return;
+		}
+		return;
+	}
 	n = READ_ONCE(sf->nr_aliases);
 	while (n--) {
 		struct address_space *mapping;
@@ -902,6 +931,190 @@ void shared_folio_rmap_walk(struct folio *folio, struct rmap_walk_control *rwc,
 			return;
 	}
 }
+
+/**
+ * DOC: Migration
+ *
+ * A physical folio migrates as any page-cache folio does, and its aliases
+ * follow it: sharing, the sharers' page-cache entries and their mlocks are
+ * kept.  The precedent is KSM's stable node, whose rmap items follow a
+ * migrated KSM page (ksm_migrate_folio()).
+ *
+ * - migrate_folio_unmap() locks every alias with a trylock, under the
+ *   physical folio lock (shared_folio_migrate_lock()); a busy alias fails
+ *   the attempt with -EAGAIN, and migrate_pages() tries again.  The alias
+ *   locks are held until the move is done or undone: no alias can leave
+ *   its mapping, and no fault can map the page, meanwhile.
+ * - try_to_migrate() then replaces every sharer's PTE by a migration
+ *   entry, through the aliases' mappings (shared_folio_rmap_walk() with
+ *   @locked).  A mlocked VMA is no obstacle, as for any page: the mlock
+ *   moves to the new folio when remove_migration_ptes() maps it again.
+ * - ->migrate_folio (shared_folio_migrate_folio()) copies the data, freezes
+ *   every alias's refcount (a reader that holds one fails the attempt),
+ *   moves the page-cache entry with folio_migrate_mapping(), counting one
+ *   reference per alias, moves the descriptor, and retargets each alias's
+ *   PFN and zone and node links to the new folio before unfreezing it.
+ * - remove_migration_ptes() maps the new folio in every sharer, through
+ *   the same aliases, and shared_folio_migrate_unlock() releases them.
+ *
+ * Device migration (migrate_vma_*()) still leaves a physical folio alone.
+ */
+
+/**
+ * shared_folio_migrate_lock() - lock every alias of a physical folio
+ * @folio: locked physical folio about to be migrated
+ *
+ * Context: @folio locked; does not sleep.
+ * Return: 0 with every alias locked and referenced (none if @folio has no
+ * descriptor), or -EAGAIN with none, if an alias is busy.
+ */
+int shared_folio_migrate_lock(struct folio *folio)
+{
+	struct shared_folio *sf = folio_get_private(folio);
+	struct folio *alias;
+	struct sf_alias *a;
+
+	VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(folio), folio);
+	if (!sf)
+		return 0;
+	spin_lock_irq(&sf->lock);
+	list_for_each_entry(a, &sf->aliases, page.lru) {
+		alias = sf_alias_to_folio(a);
+		/* Frozen: __remove_mapping() is removing it. */
+		if (!folio_try_get(alias))
+			goto busy;
+		if (!folio_trylock(alias)) {
+			folio_put(alias);	/* not the last: it is linked */
+			goto busy;
+		}
+	}
+	spin_unlock_irq(&sf->lock);
+	return 0;
+
+busy:
+	list_for_each_entry_continue_reverse(a, &sf->aliases, page.lru) {
+		alias = sf_alias_to_folio(a);
+		folio_unlock(alias);
+		folio_put(alias);
+	}
+	spin_unlock_irq(&sf->lock);
+	return -EAGAIN;
+}
+
+/**
+ * shared_folio_migrate_unlock() - release what shared_folio_migrate_lock() took
+ * @folio: the physical folio that holds the descriptor now: the new folio
+ *         after a move, the old one after a failure
+ *
+ * Context: @folio locked.
+ */
+void shared_folio_migrate_unlock(struct folio *folio)
+{
+	struct shared_folio *sf = folio_get_private(folio);
+	struct folio *alias;
+	struct sf_alias *a;
+
+	/* None was locked: it had no descriptor, and none can be attached. */
+	if (!sf)
+		return;
+	/*
+	 * Once unlocked, an alias may be removed, but that unlinks it under
+	 * sf->lock, which is held until the walk is over: the reference put
+	 * here is never the last (its mapping holds one while it is linked).
+	 */
+	spin_lock_irq(&sf->lock);
+	list_for_each_entry(a, &sf->aliases, page.lru) {
+		alias = sf_alias_to_folio(a);
+		folio_unlock(alias);
+		folio_put(alias);
+	}
+	spin_unlock_irq(&sf->lock);
+}
+
+/* Undo the freeze of the aliases before @stop (all of them if NULL). */
+static void sf_alias_unfreeze(struct shared_folio *sf, struct sf_alias *stop)
+{
+	struct sf_alias *a;
+
+	list_for_each_entry(a, &sf->aliases, page.lru) {
+		if (a == stop)
+			break;
+		/* Its mapping's reference and shared_folio_migrate_lock()'s. */
+		folio_ref_unfreeze(sf_alias_to_folio(a), 2);
+	}
+}
+
+#ifdef CONFIG_MIGRATION
+/*
+ * ->migrate_folio of an extent cache (DOC: Migration).  @src and @dst are
+ * locked, @src is unmapped (migration entries) and its aliases are locked
+ * by shared_folio_migrate_lock().
+ */
+static int shared_folio_migrate_folio(struct address_space *mapping,
+				      struct folio *dst, struct folio *src,
+				      enum migrate_mode mode)
+{
+	struct shared_folio *sf = folio_get_private(src);
+	unsigned long pfn = folio_pfn(dst);
+	unsigned int nr;
+	struct sf_alias *a;
+	int rc;
+
+	if (!sf)
+		return migrate_folio(mapping, dst, src, mode);
+	/* Stable: adding needs @src's lock, removing the alias locks. */
+	nr = sf->nr_aliases;
+	/* The page cache, the descriptor, each alias, the isolation. */
+	if (folio_ref_count(src) != folio_expected_ref_count(src) + nr + 1)
+		return -EAGAIN;
+	/* The data of a physical folio never changes: copy it first. */
+	rc = folio_mc_copy(dst, src);
+	if (unlikely(rc))
+		return rc;
+
+	/*
+	 * A lockless page-cache lookup spins on a frozen alias until it is
+	 * unfrozen: no preemption in between.
+	 */
+	preempt_disable();
+	list_for_each_entry(a, &sf->aliases, page.lru) {
+		if (!folio_ref_freeze(sf_alias_to_folio(a), 2)) {
+			/* A reader holds it, and may be copying from @src. */
+			sf_alias_unfreeze(sf, a);
+			preempt_enable();
+			return -EAGAIN;
+		}
+	}
+	rc = folio_migrate_mapping(mapping, dst, src, nr);
+	if (rc != MIGRATEPAGE_SUCCESS) {
+		sf_alias_unfreeze(sf, NULL);
+		preempt_enable();
+		return rc;
+	}
+	folio_attach_private(dst, folio_detach_private(src));
+	folio_migrate_flags(dst, src);
+
+	list_for_each_entry(a, &sf->aliases, page.lru) {
+		a->pfn = pfn;
+		a->page.flags = (a->page.flags & ~SF_ALIAS_LINKS) |
+				(dst->flags & SF_ALIAS_LINKS);
+	}
+	/* Each alias's reference moves with it. */
+	folio_ref_add(dst, nr);
+	folio_ref_sub(src, nr);
+	if (folio_pgdat(src) != folio_pgdat(dst)) {
+		node_stat_mod_folio(src, NR_SHARED_FOLIO, -1);
+		node_stat_mod_folio(dst, NR_SHARED_FOLIO, 1);
+		node_stat_mod_folio(src, NR_SHARED_FOLIO_ALIAS, -(long)nr);
+		node_stat_mod_folio(dst, NR_SHARED_FOLIO_ALIAS, nr);
+	}
+	/* Release: a reader that gets an alias now reads its new PFN. */
+	sf_alias_unfreeze(sf, NULL);
+	preempt_enable();
+	trace_shared_folio_migrate(src, dst, nr);
+	return MIGRATEPAGE_SUCCESS;
+}
+#endif /* CONFIG_MIGRATION */
 
 /**
  * shared_folio_wp_fault() - a write fault on a shared page in a MAP_SHARED VMA
@@ -947,6 +1160,131 @@ unshare:
 	return 0;
 }
 
+/**
+ * DOC: Sharers and tenants
+ *
+ * Files that share a physical folio may belong to different users and to
+ * different memcgs: snapshots of one image in several containers.  What one
+ * sharer does must act on its own view, as it would on a kernel without
+ * sharing, where each file had its own page:
+ *
+ * - Mlock.  The physical folio is charged to the memcg of its first reader
+ *   ("first toucher pays").  An mlock pins it only if the locker's memcg is
+ *   that memcg or below it, that is if the pinned memory counts against
+ *   the locker's own limit.  A locker elsewhere gets its own copy, charged
+ *   to itself, as it would have had on a kernel without sharing: its fault
+ *   and its populate unshare the page (filemap_fault(), fault-around,
+ *   sf_gup_must_unshare()), and mlock_vma_folio() and mlock_pte_range()
+ *   never mark the shared folio on its behalf.  So a tenant cannot make
+ *   another tenant's memory unevictable, and pays for what it locks.
+ * - Eviction hints.  MADV_COLD and MADV_PAGEOUT deactivate or reclaim a
+ *   physical folio only if every file that shares it is the caller's (its
+ *   owner's fsuid) or the caller has CAP_FOWNER: what the caller could do
+ *   to each file on its own (madvise's can_do_file_pageout()).  Otherwise
+ *   the hint leaves it.  fadvise(POSIX_FADV_DONTNEED), drop-behind and the
+ *   invalidation of a file's mapping only ever remove that file's aliases;
+ *   POSIX_FADV_NOREUSE only hides the caller's own references from aging.
+ * - Memory pressure, drop_caches and memcg limits reclaim physical folios
+ *   as before: they act for the system or for the memcg that pays.
+ */
+
+/**
+ * __shared_folio_may_mlock() - may an mlock in @vma pin a physical folio?
+ * @folio: a physical folio
+ * @vma: the mlocked VMA that maps it, or is about to
+ *
+ * Context: any; the caller holds @folio mapped, locked or referenced.
+ * Return: true if @vma's memcg is the memcg charged for @folio, or below
+ * it, or if @folio is not charged.
+ */
+bool __shared_folio_may_mlock(struct folio *folio, struct vm_area_struct *vma)
+{
+	struct mem_cgroup *owner, *locker;
+	bool ok;
+
+	if (mem_cgroup_disabled())
+		return true;
+	locker = get_mem_cgroup_from_mm(vma->vm_mm);
+	rcu_read_lock();
+	owner = folio_memcg_check(folio);
+	ok = !owner || !locker || mem_cgroup_is_descendant(locker, owner);
+	rcu_read_unlock();
+	mem_cgroup_put(locker);
+	return ok;
+}
+
+/**
+ * __shared_folio_may_evict() - may the current task's hint act on a physical folio?
+ * @folio: a physical folio mapped in @vma
+ * @vma: the VMA the hint (MADV_COLD, MADV_PAGEOUT) is given for
+ *
+ * Context: the page table lock of a PTE of @folio in @vma is held, so the
+ * alias it was mapped through, and with it the descriptor, stays.
+ * Return: true if every file that shares @folio is @vma's or owned by the
+ * caller's fsuid, or the caller has CAP_FOWNER.
+ */
+bool __shared_folio_may_evict(struct folio *folio, struct vm_area_struct *vma)
+{
+	struct shared_folio *sf = folio_get_private(folio);
+	struct address_space *own = vma->vm_file ? vma->vm_file->f_mapping : NULL;
+	kuid_t fsuid = current_fsuid();
+	struct sf_alias *a;
+	bool ok = true;
+
+	if (!sf || ns_capable_noaudit(&init_user_ns, CAP_FOWNER))
+		return true;
+	/* A linked alias's mapping, and its inode, stay while sf->lock is held. */
+	spin_lock_irq(&sf->lock);
+	list_for_each_entry(a, &sf->aliases, page.lru) {
+		struct address_space *mapping = sf_alias_to_folio(a)->mapping;
+
+		if (mapping != own && !uid_eq(mapping->host->i_uid, fsuid)) {
+			ok = false;
+			break;
+		}
+	}
+	spin_unlock_irq(&sf->lock);
+	return ok;
+}
+
+/**
+ * DOC: Side channels
+ *
+ * A sharer learns whether another sharer has the same data cached by
+ * reading its own copy: a read served from a physical folio that is
+ * already there is a hit, one that goes to disk a miss.  Closed:
+ *
+ * - The counters that say so page by page are readable only with
+ *   CAP_SYS_ADMIN: the per-filesystem counters (mode 0400), and the
+ *   shared-folio lines of /proc/vmstat, /proc/zoneinfo and each node's
+ *   vmstat, which read 0 for other readers, as /proc/pid/pagemap hides
+ *   PFNs (shared_folio_counters_visible()).
+ * - A sharer cannot evict another's cache to probe it again (DOC: Sharers
+ *   and tenants): each probe is one read, after which the page is cached
+ *   whatever the other did.
+ * - fincore, mincore and cachestat report the caller's own file: its
+ *   aliases, not the physical folio.
+ *
+ * What remains, as for KSM and for any page cache that two users share
+ * (a library both map, overlayfs): the time a read takes, and the global
+ * counters every cached page moves (Cached in /proc/meminfo, pgpgin, a
+ * memcg's own file count when it is charged).  Against those the answer
+ * is not to share: trust domains (btrfs) keep tenants apart.
+ */
+
+/**
+ * shared_folio_counters_visible() - may this reader see the shared-folio counters?
+ * @file: the file being read, whose opener counts; NULL: the current task
+ *
+ * Return: true with CAP_SYS_ADMIN (DOC: Side channels).
+ */
+bool shared_folio_counters_visible(const struct file *file)
+{
+	if (file)
+		return file_ns_capable(file, &init_user_ns, CAP_SYS_ADMIN);
+	return ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN);
+}
+
 static bool shared_folio_release_folio(struct folio *folio, gfp_t gfp)
 {
 	return shared_folio_release(folio);
@@ -968,15 +1306,17 @@ static bool shared_folio_dirty_folio(struct address_space *mapping,
  * shared_folio_aops: the address space operations of an extent cache.
  * A filesystem's extent cache uses these: folio_is_sf_physical() knows a
  * physical folio by them.  Physical folios are never dirtied (an attempt
- * warns and fails); reclaim and
- * migration detach the aliases (->release_folio), invalidation and memory
- * failure detach them and wait (->invalidate_folio).  No ->migrate_folio:
- * migration falls back to ->release_folio.
+ * warns and fails); reclaim detaches the aliases (->release_folio),
+ * invalidation and memory failure detach them and wait (->invalidate_folio),
+ * and migration takes them along (->migrate_folio, DOC: Migration).
  */
 const struct address_space_operations shared_folio_aops = {
 	.dirty_folio = shared_folio_dirty_folio,
 	.release_folio = shared_folio_release_folio,
 	.invalidate_folio = shared_folio_invalidate,
+#ifdef CONFIG_MIGRATION
+	.migrate_folio = shared_folio_migrate_folio,
+#endif
 	.error_remove_folio = generic_error_remove_folio,
 };
 EXPORT_SYMBOL_GPL(shared_folio_aops);

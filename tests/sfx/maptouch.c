@@ -2,7 +2,7 @@
 /*
  * maptouch: map a file, touch every page, and report what is mapped.
  *
- *   maptouch [-P] [-F] FILE OUT
+ *   maptouch [-P] [-F] [-L] FILE OUT
  *                              map FILE whole, read-only (MAP_SHARED, or
  *                              MAP_PRIVATE with -P), read a byte of every
  *                              page, write OUT.0; on each SIGUSR1 touch the
@@ -15,6 +15,8 @@
  *                              mapping is made writable and page 0 written
  *                              first, so that fork copies the PTEs); the
  *                              parent forwards its signals to the child.
+ *                              -L: mlock() the mapping after the first touch
+ *                              (before the first report).
  *   maptouch -w OFF STR FILE   write STR at byte OFF of FILE through a
  *                              MAP_SHARED mapping (or with -P a MAP_PRIVATE
  *                              one, which must leave FILE unchanged), msync,
@@ -191,7 +193,7 @@ static int do_pid(const char *pid, const char *match)
 
 int main(int argc, char **argv)
 {
-	int private = 0, write = 0, fork_child = 0, opt, fd, k = 0;
+	int private = 0, write = 0, fork_child = 0, lock = 0, opt, fd, k = 0;
 	pid_t child = 0;
 	char cout[4096];
 	const char *wstr = NULL, *pid = NULL;
@@ -202,8 +204,11 @@ int main(int argc, char **argv)
 	volatile unsigned char sink = 0;
 
 	psz = sysconf(_SC_PAGESIZE);
-	while ((opt = getopt(argc, argv, "PFw:p:")) != -1) {
+	while ((opt = getopt(argc, argv, "PFLw:p:")) != -1) {
 		switch (opt) {
+		case 'L':
+			lock = 1;
+			break;
 		case 'F':
 			fork_child = 1;
 			break;
@@ -248,6 +253,8 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_sig);
 	for (i = 0; i < pages; i++)
 		sink += p[i * psz];
+	if (lock && mlock(p, pages * psz))
+		die("mlock");
 	if (fork_child) {
 		if (private)
 			p[0] ^= 0xff;	/* an anonymous page: fork copies the PTEs */

@@ -270,6 +270,13 @@ static inline bool shared_folio_drop_behind_enabled(void)
 void sf_alias_free(struct folio *alias);
 void sf_alias_unaccount(struct folio *alias);
 
+/*
+ * May the reader of /proc/vmstat, /proc/zoneinfo or a node's vmstat (@file,
+ * or the current task when NULL) see the shared-folio counters?  They move
+ * with another sharer's accesses, page by page (DOC: Side channels).
+ */
+bool shared_folio_counters_visible(const struct file *file);
+
 /* The address space operations of every extent cache. */
 extern const struct address_space_operations shared_folio_aops;
 
@@ -324,6 +331,11 @@ static inline void sf_alias_unaccount(struct folio *alias) { }
 static inline bool folio_is_sf_physical(const struct folio *folio)
 {
 	return false;
+}
+
+static inline bool shared_folio_counters_visible(const struct file *file)
+{
+	return true;
 }
 
 static inline bool sf_folio_mapped(struct folio *folio)

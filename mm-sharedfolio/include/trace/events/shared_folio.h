@@ -46,6 +46,20 @@ DEFINE_EVENT(shared_folio_alias_class, shared_folio_reclaim,
 		      unsigned long pfn, unsigned int nr_aliases),
 	     TP_ARGS(mapping, index, pfn, nr_aliases));
 
+/* The physical folio at @old_pfn moved to @new_pfn with its @nr_aliases. */
+TRACE_EVENT(shared_folio_migrate,
+	    TP_PROTO(struct folio *src, struct folio *dst, unsigned int nr_aliases),
+	    TP_ARGS(src, dst, nr_aliases),
+	    TP_STRUCT__entry(__field(unsigned long, old_pfn)
+			     __field(unsigned long, new_pfn)
+			     __field(unsigned int, nr_aliases)),
+	    TP_fast_assign(__entry->old_pfn = folio_pfn(src);
+			   __entry->new_pfn = folio_pfn(dst);
+			   __entry->nr_aliases = nr_aliases;),
+	    TP_printk("pfn 0x%lx -> 0x%lx aliases %u", __entry->old_pfn,
+		      __entry->new_pfn, __entry->nr_aliases)
+);
+
 #endif /* _TRACE_SHARED_FOLIO_H */
 
 /* This part must be outside protection */
