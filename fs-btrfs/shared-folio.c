@@ -41,12 +41,39 @@
  * extent range lock, then physical folio locks; the rest of the order is
  * the mm's ("Lock order" in mm/shared_folio.c).
  */
+
+/**
+ * DOC: btrfs trust domains
+ *
+ * Sharing crosses users: snapshots of one image serve several tenants, and
+ * a tenant can tell whether another has read a page by timing its own read
+ * of it (mm/shared_folio.c, "Side channels").  An administrator can
+ * confine sharing to trust domains, as EROFS does with domain_id: each
+ * domain has its own extent cache, so two subvolumes in different domains
+ * never share a physical page, while the subvolumes of one domain do.
+ *
+ * - A subvolume's domain is a number, 0 unless set; every subvolume is in
+ *   domain 0 by default, which is sharing as without domains.  It is set
+ *   in /sys/fs/btrfs/<uuid>/shared_folio/domains (root only): writing
+ *   "SUBVOLID DOMAIN" sets it, reading lists the subvolumes not in 0.
+ * - A snapshot starts in the domain of the subvolume it was taken of
+ *   (btrfs_sf_snapshot_created()), so a tenant's snapshots stay with it.
+ * - The setting lives in memory, for the mount: whoever mounts the
+ *   filesystem sets the domains again, as for the other sysfs knobs.
+ * - A subvolume whose domain changes stops sharing at once: every alias of
+ *   each of its cached files is unmapped and removed, under the file's
+ *   invalidate lock so that no populate that read the old domain can
+ *   install one after (btrfs_sf_set_domain()); the next access reads, or
+ *   finds, the data in the new domain's cache.  Private pages stay.
+ * - Freed space is invalidated in every domain's cache.
+ */
 #include <linux/fs.h>
 #include <linux/pagemap.h>
 #include <linux/shared_folio.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/rcupdate_wait.h>
+#include "messages.h"
 #include "ctree.h"
 #include "fs.h"
 #include "btrfs_inode.h"
@@ -77,13 +104,14 @@ struct btrfs_sf_item {
 	bool read;		/* we submitted its read */
 };
 
-int btrfs_sf_init(struct btrfs_fs_info *fs_info)
+/* A new extent cache: the one of domain 0, or of another domain. */
+static struct inode *btrfs_sf_new_cache(struct btrfs_fs_info *fs_info)
 {
 	struct inode *inode;
 
 	inode = new_inode(fs_info->sb);
 	if (!inode)
-		return -ENOMEM;
+		return NULL;
 	inode->i_ino = BTRFS_FIRST_FREE_OBJECTID - 2;	/* never a real inode */
 	inode->i_mode = S_IFREG;
 	set_nlink(inode, 1);
@@ -102,6 +130,32 @@ int btrfs_sf_init(struct btrfs_fs_info *fs_info)
 	 * and go by logical address, so the tree root serves.
 	 */
 	BTRFS_I(inode)->root = btrfs_grab_root(fs_info->tree_root);
+	return inode;
+}
+
+static void btrfs_sf_free_cache(struct inode *inode)
+{
+	struct btrfs_root *root;
+
+	/* Waits for the reads in flight: their folios are locked. */
+	truncate_inode_pages_final(inode->i_mapping);
+	root = BTRFS_I(inode)->root;
+	/* btrfs_drop_inode() and btrfs_evict_inode() see no root: no items. */
+	BTRFS_I(inode)->root = NULL;
+	iput(inode);
+	btrfs_put_root(root);
+}
+
+int btrfs_sf_init(struct btrfs_fs_info *fs_info)
+{
+	struct inode *inode;
+
+	xa_init(&fs_info->sf_caches);
+	xa_init(&fs_info->sf_subvol_domain);
+	mutex_init(&fs_info->sf_domain_mutex);
+	inode = btrfs_sf_new_cache(fs_info);
+	if (!inode)
+		return -ENOMEM;
 	fs_info->sf_inode = inode;
 	fs_info->sf_enabled = true;
 	return 0;
@@ -110,19 +164,138 @@ int btrfs_sf_init(struct btrfs_fs_info *fs_info)
 void btrfs_sf_exit(struct btrfs_fs_info *fs_info)
 {
 	struct inode *inode = fs_info->sf_inode;
-	struct btrfs_root *root;
+	unsigned long domain;
 
 	if (!inode)
 		return;
 	fs_info->sf_enabled = false;
-	/* Waits for the reads in flight: their folios are locked. */
-	truncate_inode_pages_final(inode->i_mapping);
+	xa_for_each(&fs_info->sf_caches, domain, inode)
+		btrfs_sf_free_cache(inode);
+	xa_destroy(&fs_info->sf_caches);
+	xa_destroy(&fs_info->sf_subvol_domain);
+	btrfs_sf_free_cache(fs_info->sf_inode);
 	fs_info->sf_inode = NULL;
-	root = BTRFS_I(inode)->root;
-	/* btrfs_drop_inode() and btrfs_evict_inode() see no root: no items. */
-	BTRFS_I(inode)->root = NULL;
-	iput(inode);
+}
+
+/**
+ * btrfs_sf_domain() - the trust domain of a subvolume
+ * @fs_info: the filesystem
+ * @subvolid: the subvolume's root objectid
+ *
+ * Return: its domain, 0 unless set (DOC: btrfs trust domains).
+ */
+u32 btrfs_sf_domain(struct btrfs_fs_info *fs_info, u64 subvolid)
+{
+	void *entry = xa_load(&fs_info->sf_subvol_domain, subvolid);
+
+	return entry ? xa_to_value(entry) : 0;
+}
+
+/*
+ * The extent cache of @inode's trust domain, made on first use; NULL if it
+ * cannot be made (the page is then read privately).  Called under the
+ * file's invalidate lock, which a change of its subvolume's domain waits
+ * for.
+ */
+static struct inode *btrfs_sf_cache(struct btrfs_inode *inode)
+{
+	struct btrfs_fs_info *fs_info = inode->root->fs_info;
+	u32 domain = btrfs_sf_domain(fs_info, btrfs_root_id(inode->root));
+	struct inode *cache;
+
+	if (!domain)
+		return fs_info->sf_inode;
+	cache = xa_load(&fs_info->sf_caches, domain);
+	if (cache)
+		return cache;
+	mutex_lock(&fs_info->sf_domain_mutex);
+	cache = xa_load(&fs_info->sf_caches, domain);
+	if (!cache && READ_ONCE(fs_info->sf_enabled)) {
+		/* Under the file's invalidate lock: no reclaim into the fs. */
+		unsigned int nofs = memalloc_nofs_save();
+
+		cache = btrfs_sf_new_cache(fs_info);
+		if (cache && xa_err(xa_store(&fs_info->sf_caches, domain, cache,
+					     GFP_NOFS))) {
+			btrfs_sf_free_cache(cache);
+			cache = NULL;
+		}
+		memalloc_nofs_restore(nofs);
+	}
+	mutex_unlock(&fs_info->sf_domain_mutex);
+	return cache;
+}
+
+/* Remove the aliases of every cached file of @root (see the DOC above). */
+static void btrfs_sf_detach_root(struct btrfs_root *root)
+{
+	struct btrfs_inode *inode;
+	u64 min_ino = 0;
+
+	while ((inode = btrfs_find_first_inode(root, min_ino))) {
+		struct address_space *mapping = inode->vfs_inode.i_mapping;
+
+		min_ino = btrfs_ino(inode) + 1;
+		if (mapping->nrpages) {
+			filemap_invalidate_lock(mapping);
+			shared_folio_detach_mapping(mapping);
+			filemap_invalidate_unlock(mapping);
+		}
+		iput(&inode->vfs_inode);
+		cond_resched();
+	}
+}
+
+/**
+ * btrfs_sf_set_domain() - move a subvolume to a trust domain
+ * @fs_info: the filesystem
+ * @subvolid: the subvolume's root objectid
+ * @domain: its new domain (0: the default, shared by every subvolume)
+ *
+ * Context: process context; sleeps.
+ * Return: 0, -ENOENT if there is no such subvolume, -EOPNOTSUPP without
+ * an extent cache, -ENOMEM.
+ */
+int btrfs_sf_set_domain(struct btrfs_fs_info *fs_info, u64 subvolid, u32 domain)
+{
+	struct btrfs_root *root;
+	int ret = 0;
+
+	if (!fs_info->sf_inode)
+		return -EOPNOTSUPP;
+	if (!is_fstree(subvolid))
+		return -ENOENT;
+	root = btrfs_get_fs_root(fs_info, subvolid, true);
+	if (IS_ERR(root))
+		return PTR_ERR(root) == -ENOENT ? -ENOENT : PTR_ERR(root);
+	mutex_lock(&fs_info->sf_domain_mutex);
+	if (domain)
+		ret = xa_err(xa_store(&fs_info->sf_subvol_domain, subvolid,
+				      xa_mk_value(domain), GFP_KERNEL));
+	else
+		xa_erase(&fs_info->sf_subvol_domain, subvolid);
+	mutex_unlock(&fs_info->sf_domain_mutex);
+	if (!ret)
+		btrfs_sf_detach_root(root);
 	btrfs_put_root(root);
+	return ret;
+}
+
+/**
+ * btrfs_sf_snapshot_created() - a new snapshot starts in its source's domain
+ * @src: the subvolume the snapshot was taken of
+ * @snap: the snapshot
+ */
+void btrfs_sf_snapshot_created(struct btrfs_root *src, struct btrfs_root *snap)
+{
+	struct btrfs_fs_info *fs_info = src->fs_info;
+	u32 domain = btrfs_sf_domain(fs_info, btrfs_root_id(src));
+
+	/* Also removes what a reader of the snapshot shared meanwhile. */
+	if (domain && btrfs_sf_set_domain(fs_info, btrfs_root_id(snap), domain))
+		btrfs_warn(fs_info,
+			   "shared folios: snapshot %llu not put in domain %u of %llu",
+			   btrfs_root_id(snap), domain, btrfs_root_id(src));
 }
 
 static bool btrfs_sf_inode_eligible(struct btrfs_inode *inode)
@@ -360,7 +533,7 @@ static void btrfs_sf_submit(struct btrfs_sf_bio *sb)
  * repair and its messages then name the logical range.
  */
 static void btrfs_sf_queue_read(struct btrfs_fs_info *fs_info, struct btrfs_sf_bio *sb,
-				struct folio *folio, u64 bytenr)
+				struct inode *cache, struct folio *folio, u64 bytenr)
 {
 	/* One bio is contiguous on disk. */
 	if (sb->bbio && bytenr != sb->next_bytenr)
@@ -371,7 +544,7 @@ static void btrfs_sf_queue_read(struct btrfs_fs_info *fs_info, struct btrfs_sf_b
 		sb->bbio = btrfs_bio_alloc(BIO_MAX_VECS, REQ_OP_READ, fs_info,
 					   btrfs_sf_end_read, NULL);
 		sb->bbio->bio.bi_iter.bi_sector = bytenr >> SECTOR_SHIFT;
-		sb->bbio->inode = BTRFS_I(fs_info->sf_inode);
+		sb->bbio->inode = BTRFS_I(cache);
 		sb->bbio->file_offset = bytenr;
 		bio_add_folio_nofail(&sb->bbio->bio, folio, PAGE_SIZE, 0);
 	}
@@ -384,11 +557,12 @@ static void btrfs_sf_queue_read(struct btrfs_fs_info *fs_info, struct btrfs_sf_b
  * readahead marker on a folio we read: the reader reaching it starts the
  * next asynchronous window.
  */
-static void btrfs_sf_get_physical(struct btrfs_inode *inode, struct btrfs_sf_bio *sb,
+static void btrfs_sf_get_physical(struct btrfs_inode *inode, struct inode *cache,
+				  struct btrfs_sf_bio *sb,
 				  struct btrfs_sf_item *item, bool mark)
 {
 	struct btrfs_fs_info *fs_info = inode->root->fs_info;
-	struct address_space *ec = fs_info->sf_inode->i_mapping;
+	struct address_space *ec = cache->i_mapping;
 	pgoff_t ecidx = item->bytenr >> PAGE_SHIFT;
 	struct folio *folio;
 	int ret;
@@ -425,7 +599,7 @@ again:
 	item->read = true;
 	if (mark)
 		folio_set_readahead(folio);
-	btrfs_sf_queue_read(fs_info, sb, folio, item->bytenr);
+	btrfs_sf_queue_read(fs_info, sb, cache, folio, item->bytenr);
 }
 
 struct btrfs_sf_batch {
@@ -462,12 +636,19 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 	struct btrfs_sf_bio sb = { };
 	unsigned int nr = 0, i;
 	bool mark = !wait, share;
+	struct inode *cache;
 	pgoff_t idx;
 	u64 start, end;
 
 	start = (u64)first << PAGE_SHIFT;
 	end = ((u64)(last + 1) << PAGE_SHIFT) - 1;
 	filemap_invalidate_lock_shared(mapping);
+	/* Its trust domain's: read under the lock a change of domain takes. */
+	cache = btrfs_sf_cache(inode);
+	if (!cache) {
+		filemap_invalidate_unlock_shared(mapping);
+		return;
+	}
 	btrfs_lock_and_flush_ordered_range(inode, start, end, &cached_state);
 
 	/* Phase 1: where does each missing page live? */
@@ -514,7 +695,7 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 
 	/* Phase 2: find or read the physical folios, one bio per run. */
 	for (i = 0; i < nr; i++) {
-		btrfs_sf_get_physical(inode, &sb, &items[i], mark);
+		btrfs_sf_get_physical(inode, cache, &sb, &items[i], mark);
 		if (items[i].read) {
 			b->misses++;
 			mark = false;
@@ -553,7 +734,7 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 		 * privately.  fs-verity may have been enabled
 		 * since the entry check: its data is never shared.
 		 */
-		if (folio->mapping == fs_info->sf_inode->i_mapping &&
+		if (folio->mapping == cache->i_mapping &&
 		    folio_test_uptodate(folio) && !IS_VERITY(&inode->vfs_inode) &&
 		    ((loff_t)items[i].index << PAGE_SHIFT) < i_size_read(&inode->vfs_inode) &&
 		    shared_folio_attach(folio, &fs_info->sf_stats, &pa,
@@ -763,15 +944,26 @@ bool btrfs_sf_cached_page(struct btrfs_inode *inode, pgoff_t index)
  *
  * Context: process context, no tree locks held; sleeps.
  */
-void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info, u64 start, u64 len)
+/* Truncate [@lstart, @lend] from one extent cache. */
+static void btrfs_sf_invalidate_cache(struct inode *inode, u64 lstart, u64 lend)
 {
-	struct inode *inode = fs_info->sf_inode;
-	u64 lstart = round_down(start, PAGE_SIZE);
-	u64 lend = round_up(start + len, PAGE_SIZE) - 1;
-
-	if (!inode || !len || !inode->i_mapping->nrpages)
-		return;
-	if (!filemap_range_has_page(inode->i_mapping, lstart, lend))
+	if (!inode->i_mapping->nrpages ||
+	    !filemap_range_has_page(inode->i_mapping, lstart, lend))
 		return;
 	truncate_inode_pages_range(inode->i_mapping, lstart, lend);
+}
+
+void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info, u64 start, u64 len)
+{
+	u64 lstart = round_down(start, PAGE_SIZE);
+	u64 lend = round_up(start + len, PAGE_SIZE) - 1;
+	struct inode *inode = fs_info->sf_inode;
+	unsigned long domain;
+
+	if (!inode || !len)
+		return;
+	btrfs_sf_invalidate_cache(inode, lstart, lend);
+	/* Every domain's: a cache made meanwhile has nothing of the range. */
+	xa_for_each(&fs_info->sf_caches, domain, inode)
+		btrfs_sf_invalidate_cache(inode, lstart, lend);
 }

@@ -8,6 +8,7 @@
 
 struct btrfs_fs_info;
 struct btrfs_inode;
+struct btrfs_root;
 struct kiocb;
 struct iov_iter;
 
@@ -22,6 +23,9 @@ bool btrfs_sf_cached_page(struct btrfs_inode *inode, pgoff_t index);
 void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info, u64 start, u64 len);
 void btrfs_sf_note_remap(struct btrfs_inode *src, struct btrfs_inode *dst);
 void btrfs_sf_dedupe_done(struct btrfs_inode *dst, u64 pos, u64 len);
+int btrfs_sf_set_domain(struct btrfs_fs_info *fs_info, u64 subvolid, u32 domain);
+u32 btrfs_sf_domain(struct btrfs_fs_info *fs_info, u64 subvolid);
+void btrfs_sf_snapshot_created(struct btrfs_root *src, struct btrfs_root *snap);
 
 #else
 
@@ -40,6 +44,8 @@ static inline void btrfs_sf_note_remap(struct btrfs_inode *src,
 				       struct btrfs_inode *dst) { }
 static inline void btrfs_sf_dedupe_done(struct btrfs_inode *dst, u64 pos,
 					u64 len) { }
+static inline void btrfs_sf_snapshot_created(struct btrfs_root *src,
+					     struct btrfs_root *snap) { }
 
 #endif
 

@@ -748,6 +748,51 @@ nomem:
 EXPORT_SYMBOL_GPL(shared_folio_unshare);
 
 /**
+ * shared_folio_detach_mapping() - remove every alias from a file's mapping
+ * @mapping: the file's mapping
+ *
+ * For a filesystem that must stop a file from sharing what it shares now,
+ * such as btrfs when a subvolume moves to another trust domain: each alias
+ * is unmapped from every process that maps the file and removed, and the
+ * next access finds nothing cached (private pages are left alone).
+ *
+ * Context: process context; sleeps.  The caller holds @mapping's
+ * invalidate lock exclusively, so that nothing installs a new alias from
+ * the old sharing meanwhile, and pins @mapping's inode.
+ * Return: how many aliases were removed.
+ */
+unsigned long shared_folio_detach_mapping(struct address_space *mapping)
+{
+	struct folio_batch fbatch;
+	unsigned long detached = 0;
+	pgoff_t index = 0;
+	unsigned int i;
+
+	folio_batch_init(&fbatch);
+	while (filemap_get_folios(mapping, &index, ULONG_MAX, &fbatch)) {
+		for (i = 0; i < folio_batch_count(&fbatch); i++) {
+			struct folio *alias = fbatch.folios[i];
+
+			if (!folio_is_sf_alias(alias))
+				continue;
+			folio_lock(alias);
+			if (alias->mapping == mapping) {
+				/* Its file's PTEs go first (DOC: Mapping). */
+				if (sf_alias_maybe_mapped(alias))
+					unmap_mapping_folio(alias);
+				filemap_remove_folio(alias);
+				detached++;
+			}
+			folio_unlock(alias);
+		}
+		folio_batch_release(&fbatch);
+		cond_resched();
+	}
+	return detached;
+}
+EXPORT_SYMBOL_GPL(shared_folio_detach_mapping);
+
+/**
  * shared_folio_drop_behind() - evict the aliases a read() used
  * @mapping: the file's mapping
  * @first: first index the read copied from

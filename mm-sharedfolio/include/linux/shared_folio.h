@@ -259,6 +259,7 @@ struct folio *shared_folio_unshare(struct address_space *mapping,
 unsigned int shared_folio_nr_aliases(struct folio *folio);
 unsigned long shared_folio_drop_behind(struct address_space *mapping,
 				       pgoff_t first, pgoff_t last);
+unsigned long shared_folio_detach_mapping(struct address_space *mapping);
 
 DECLARE_STATIC_KEY_FALSE(shared_folio_drop_behind_key);
 
