@@ -1220,8 +1220,11 @@ unshare:
  *   to itself, as it would have had on a kernel without sharing: its fault
  *   and its populate unshare the page (filemap_fault(), fault-around,
  *   sf_gup_must_unshare()), and mlock_vma_folio() and mlock_pte_range()
- *   never mark the shared folio on its behalf.  So a tenant cannot make
- *   another tenant's memory unevictable, and pays for what it locks.
+ *   never mark the shared folio on its behalf.  Should such a VMA still
+ *   map the shared page (mlock2(MLOCK_ONFAULT) of a range already mapped,
+ *   or a populate that failed), reclaim treats that mapping as unlocked
+ *   (folio_referenced_one(), try_to_unmap_one()).  So a tenant cannot
+ *   make another tenant's memory unevictable, and pays for what it locks.
  * - Eviction hints.  MADV_COLD and MADV_PAGEOUT deactivate or reclaim a
  *   physical folio only if every file that shares it is the caller's (its
  *   owner's fsuid) or the caller has CAP_FOWNER: what the caller could do
