@@ -1118,22 +1118,22 @@ static int shared_folio_migrate_folio(struct address_space *mapping,
 		return rc;
 
 	/*
-	 * A lockless page-cache lookup spins on a frozen alias until it is
-	 * unfrozen: no preemption in between.
+	 * A lockless page-cache lookup retries on a frozen alias until it is
+	 * unfrozen, as on a frozen page-cache folio.  Nothing here sleeps,
+	 * and the window is short; it is not made non-preemptible, because
+	 * folio_migrate_mapping() takes the xa_lock, which sleeps on
+	 * PREEMPT_RT.
 	 */
-	preempt_disable();
 	list_for_each_entry(a, &sf->aliases, page.lru) {
 		if (!folio_ref_freeze(sf_alias_to_folio(a), 2)) {
 			/* A reader holds it, and may be copying from @src. */
 			sf_alias_unfreeze(sf, a);
-			preempt_enable();
 			return -EAGAIN;
 		}
 	}
 	rc = folio_migrate_mapping(mapping, dst, src, nr);
 	if (rc != MIGRATEPAGE_SUCCESS) {
 		sf_alias_unfreeze(sf, NULL);
-		preempt_enable();
 		return rc;
 	}
 	folio_attach_private(dst, folio_detach_private(src));
@@ -1155,7 +1155,6 @@ static int shared_folio_migrate_folio(struct address_space *mapping,
 	}
 	/* Release: a reader that gets an alias now reads its new PFN. */
 	sf_alias_unfreeze(sf, NULL);
-	preempt_enable();
 	trace_shared_folio_migrate(src, dst, nr);
 	return MIGRATEPAGE_SUCCESS;
 }
@@ -1220,7 +1219,10 @@ unshare:
  *   to itself, as it would have had on a kernel without sharing: its fault
  *   and its populate unshare the page (filemap_fault(), fault-around,
  *   sf_gup_must_unshare()), and mlock_vma_folio() and mlock_pte_range()
- *   never mark the shared folio on its behalf.  Should such a VMA still
+ *   never mark the shared folio on its behalf.  Munlock is not guarded:
+ *   the memcg of an exiting mm may read as the root, and an munlock too
+ *   many only makes a folio evictable until reclaim finds the VMA that
+ *   still locks it and marks it again, as mlock_count is kept anyway.  Should such a VMA still
  *   map the shared page (mlock2(MLOCK_ONFAULT) of a range already mapped,
  *   or a populate that failed), reclaim treats that mapping as unlocked
  *   (folio_referenced_one(), try_to_unmap_one()).  So a tenant cannot
@@ -1229,7 +1231,10 @@ unshare:
  *   physical folio only if every file that shares it is the caller's (its
  *   owner's fsuid) or the caller has CAP_FOWNER: what the caller could do
  *   to each file on its own (madvise's can_do_file_pageout()).  Otherwise
- *   the hint leaves it.  fadvise(POSIX_FADV_DONTNEED), drop-behind and the
+ *   the hint leaves it.  Write permission, which can_do_file_pageout()
+ *   also accepts for the file the caller names, is not asked of the other
+ *   files: checking it may sleep (ACLs), and this runs under the PTE lock.
+ *   fadvise(POSIX_FADV_DONTNEED), drop-behind and the
  *   invalidation of a file's mapping only ever remove that file's aliases;
  *   POSIX_FADV_NOREUSE only hides the caller's own references from aging.
  * - Memory pressure, drop_caches and memcg limits reclaim physical folios
@@ -1279,7 +1284,7 @@ bool __shared_folio_may_evict(struct folio *folio, struct vm_area_struct *vma)
 	struct sf_alias *a;
 	bool ok = true;
 
-	if (!sf || ns_capable_noaudit(&init_user_ns, CAP_FOWNER))
+	if (!sf)
 		return true;
 	/* A linked alias's mapping, and its inode, stay while sf->lock is held. */
 	spin_lock_irq(&sf->lock);
@@ -1292,7 +1297,8 @@ bool __shared_folio_may_evict(struct folio *folio, struct vm_area_struct *vma)
 		}
 	}
 	spin_unlock_irq(&sf->lock);
-	return ok;
+	/* Asked only when it matters: it marks the task PF_SUPERPRIV. */
+	return ok || ns_capable_noaudit(&init_user_ns, CAP_FOWNER);
 }
 
 /**
@@ -1314,10 +1320,13 @@ bool __shared_folio_may_evict(struct folio *folio, struct vm_area_struct *vma)
  *   aliases, not the physical folio.
  *
  * What remains, as for KSM and for any page cache that two users share
- * (a library both map, overlayfs): the time a read takes, and the global
+ * (a library both map, overlayfs): the time a read takes; the global
  * counters every cached page moves (Cached in /proc/meminfo, pgpgin, a
- * memcg's own file count when it is charged).  Against those the answer
- * is not to share: trust domains (btrfs) keep tenants apart.
+ * memcg's own file count when it is charged); and, for a page the caller
+ * maps, whether others map it too (Pss and Shared_Clean in its smaps, the
+ * exclusively-mapped bit of its pagemap).  Against those the answer is
+ * not to share: trust domains (btrfs) keep tenants apart.  A node's
+ * vmstat in sysfs has no opener to ask: its reader's capability is.
  */
 
 /**
