@@ -178,10 +178,25 @@ def has_sharing(fs_info):
 
 
 def extent_cache(fs_info):
-    """The extent cache's struct address_space *, or None."""
+    """The extent cache's struct address_space * (trust domain 0), or None."""
     if not has_sharing(fs_info):
         return None
     return fs_info.sf_inode.i_mapping
+
+
+def extent_caches(fs_info):
+    """[(domain, struct address_space *)]: domain 0's extent cache, then the
+    cache of every other trust domain (fs_info->sf_caches, RFC v6)."""
+    if not has_sharing(fs_info):
+        return []
+    caches = [(0, fs_info.sf_inode.i_mapping)]
+    try:
+        xa = fs_info.sf_caches.address_of_()
+    except AttributeError:
+        return caches
+    for domain, entry in xa_for_each(xa):
+        caches.append((domain, cast("struct inode *", entry).i_mapping))
+    return caches
 
 
 def sf_descriptor(prog, folio):
@@ -225,27 +240,24 @@ def shared(prog, fs_info, index, folio, sf):
 def for_each_shared_folio(prog, fs_info=None):
     """Yield a Shared tuple for every physical folio with a descriptor."""
     for fs in ([fs_info] if fs_info is not None else for_each_btrfs(prog)):
-        ec = extent_cache(fs)
-        if ec is None:
-            continue
-        for index, entry in xa_for_each(ec.i_pages.address_of_()):
-            if xa_is_value(entry):
-                continue
-            folio = cast("struct folio *", entry)
-            sf = sf_descriptor(prog, folio)
-            if sf is None:
-                continue
-            yield shared(prog, fs, index, folio, sf)
+        for _, ec in extent_caches(fs):
+            for index, entry in xa_for_each(ec.i_pages.address_of_()):
+                if xa_is_value(entry):
+                    continue
+                folio = cast("struct folio *", entry)
+                sf = sf_descriptor(prog, folio)
+                if sf is None:
+                    continue
+                yield shared(prog, fs, index, folio, sf)
 
 
 def extent_cache_folios(prog, fs_info):
-    """Yield (index, folio) of every folio in the extent cache, shared or not."""
-    ec = extent_cache(fs_info)
-    if ec is None:
-        return
-    for index, entry in xa_for_each(ec.i_pages.address_of_()):
-        if not xa_is_value(entry):
-            yield index, cast("struct folio *", entry)
+    """Yield (index, folio, cache) of every folio in every trust domain's
+    extent cache, shared or not."""
+    for _, ec in extent_caches(fs_info):
+        for index, entry in xa_for_each(ec.i_pages.address_of_()):
+            if not xa_is_value(entry):
+                yield index, cast("struct folio *", entry), ec
 
 
 # --- inodes and paths ----------------------------------------------------
@@ -643,9 +655,8 @@ def audit(prog, counted=None):
         if not has_sharing(fs):
             continue
         seen["filesystems"] += 1
-        ec = extent_cache(fs)
         nfolios = naliases = 0
-        for index, f in extent_cache_folios(prog, fs):
+        for index, f, ec in extent_cache_folios(prog, fs):
             sf = sf_descriptor(prog, f)
             if sf is None:
                 # no descriptor, no alias, so no PTE may map it

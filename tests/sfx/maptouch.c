@@ -16,7 +16,8 @@
  *                              first, so that fork copies the PTEs); the
  *                              parent forwards its signals to the child.
  *                              -L: mlock() the mapping after the first touch
- *                              (before the first report).
+ *                              (before the first report); -O: the same with
+ *                              mlock2(MLOCK_ONFAULT), which populates nothing.
  *   maptouch -w OFF STR FILE   write STR at byte OFF of FILE through a
  *                              MAP_SHARED mapping (or with -P a MAP_PRIVATE
  *                              one, which must leave FILE unchanged), msync,
@@ -40,6 +41,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -204,10 +206,13 @@ int main(int argc, char **argv)
 	volatile unsigned char sink = 0;
 
 	psz = sysconf(_SC_PAGESIZE);
-	while ((opt = getopt(argc, argv, "PFLw:p:")) != -1) {
+	while ((opt = getopt(argc, argv, "PFLOw:p:")) != -1) {
 		switch (opt) {
 		case 'L':
 			lock = 1;
+			break;
+		case 'O':
+			lock = 2;
 			break;
 		case 'F':
 			fork_child = 1;
@@ -253,8 +258,10 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_sig);
 	for (i = 0; i < pages; i++)
 		sink += p[i * psz];
-	if (lock && mlock(p, pages * psz))
+	if (lock == 1 && mlock(p, pages * psz))
 		die("mlock");
+	if (lock == 2 && syscall(SYS_mlock2, p, pages * psz, 1 /* MLOCK_ONFAULT */))
+		die("mlock2");
 	if (fork_child) {
 		if (private)
 			p[0] ^= 0xff;	/* an anonymous page: fork copies the PTEs */
