@@ -56,8 +56,13 @@
  *   domain 0 by default, which is sharing as without domains.  It is set
  *   in /sys/fs/btrfs/<uuid>/shared_folio/domains (root only): writing
  *   "SUBVOLID DOMAIN" sets it, reading lists the subvolumes not in 0.
- * - A snapshot starts in the domain of the subvolume it was taken of
- *   (btrfs_sf_snapshot_created()), so a tenant's snapshots stay with it.
+ * - A new subvolume or snapshot starts in the domain of the subvolume it
+ *   is created in, or if that is 0, in the domain of the subvolume it is a
+ *   snapshot of (btrfs_sf_subvol_created()): what a tenant makes inside its
+ *   own subvolume stays in its domain, and so does a snapshot of its
+ *   subvolume made elsewhere.  A domain confines the sharing of its
+ *   subvolumes; a tenant that may write into a subvolume of another
+ *   domain can reflink its files there, so that is not to be allowed.
  * - The setting lives in memory, for the mount: whoever mounts the
  *   filesystem sets the domains again, as for the other sysfs knobs.
  * - A subvolume whose domain changes stops sharing at once: every alias of
@@ -66,6 +71,8 @@
  *   install one after (btrfs_sf_set_domain()); the next access reads, or
  *   finds, the data in the new domain's cache.  Private pages stay.
  * - Freed space is invalidated in every domain's cache.
+ * - "SUBVOLID 0" forgets a subvolume's domain, also of a subvolume that is
+ *   gone; the entries of deleted subvolumes otherwise stay until umount.
  */
 #include <linux/fs.h>
 #include <linux/pagemap.h>
@@ -226,7 +233,13 @@ static struct inode *btrfs_sf_cache(struct btrfs_inode *inode)
 	return cache;
 }
 
-/* Remove the aliases of every cached file of @root (see the DOC above). */
+/*
+ * Remove the aliases of every cached file of @root (see the DOC above).
+ * The invalidate lock is taken for every file, also one with nothing
+ * cached yet: a populate may have read the old domain and be waiting for
+ * its read, and the lock's release orders the new domain before any
+ * populate that starts after.
+ */
 static void btrfs_sf_detach_root(struct btrfs_root *root)
 {
 	struct btrfs_inode *inode;
@@ -236,14 +249,38 @@ static void btrfs_sf_detach_root(struct btrfs_root *root)
 		struct address_space *mapping = inode->vfs_inode.i_mapping;
 
 		min_ino = btrfs_ino(inode) + 1;
-		if (mapping->nrpages) {
+		if (S_ISREG(inode->vfs_inode.i_mode)) {
 			filemap_invalidate_lock(mapping);
-			shared_folio_detach_mapping(mapping);
+			if (mapping->nrpages)
+				shared_folio_detach_mapping(mapping);
 			filemap_invalidate_unlock(mapping);
 		}
 		iput(&inode->vfs_inode);
 		cond_resched();
 	}
+}
+
+/*
+ * Set @root's domain and make it hold: no allocation failure may leave the
+ * subvolume sharing with domain 0 (__GFP_NOFAIL: one xarray node).
+ */
+static void __btrfs_sf_set_domain(struct btrfs_root *root, u32 domain)
+{
+	struct btrfs_fs_info *fs_info = root->fs_info;
+	u64 subvolid = btrfs_root_id(root);
+
+	mutex_lock(&fs_info->sf_domain_mutex);
+	if (btrfs_sf_domain(fs_info, subvolid) == domain) {
+		mutex_unlock(&fs_info->sf_domain_mutex);
+		return;
+	}
+	if (domain)
+		xa_store(&fs_info->sf_subvol_domain, subvolid,
+			 xa_mk_value(domain), GFP_KERNEL | __GFP_NOFAIL);
+	else
+		xa_erase(&fs_info->sf_subvol_domain, subvolid);
+	mutex_unlock(&fs_info->sf_domain_mutex);
+	btrfs_sf_detach_root(root);
 }
 
 /**
@@ -253,49 +290,52 @@ static void btrfs_sf_detach_root(struct btrfs_root *root)
  * @domain: its new domain (0: the default, shared by every subvolume)
  *
  * Context: process context; sleeps.
- * Return: 0, -ENOENT if there is no such subvolume, -EOPNOTSUPP without
- * an extent cache, -ENOMEM.
+ * Return: 0, -ENOENT if there is no such subvolume (domain 0 then only
+ * forgets an entry), -EOPNOTSUPP without an extent cache.
  */
 int btrfs_sf_set_domain(struct btrfs_fs_info *fs_info, u64 subvolid, u32 domain)
 {
 	struct btrfs_root *root;
-	int ret = 0;
 
 	if (!fs_info->sf_inode)
 		return -EOPNOTSUPP;
 	if (!is_fstree(subvolid))
 		return -ENOENT;
 	root = btrfs_get_fs_root(fs_info, subvolid, true);
-	if (IS_ERR(root))
-		return PTR_ERR(root) == -ENOENT ? -ENOENT : PTR_ERR(root);
-	mutex_lock(&fs_info->sf_domain_mutex);
-	if (domain)
-		ret = xa_err(xa_store(&fs_info->sf_subvol_domain, subvolid,
-				      xa_mk_value(domain), GFP_KERNEL));
-	else
-		xa_erase(&fs_info->sf_subvol_domain, subvolid);
-	mutex_unlock(&fs_info->sf_domain_mutex);
-	if (!ret)
-		btrfs_sf_detach_root(root);
+	if (IS_ERR(root)) {
+		/* A subvolume that is gone: forget its entry. */
+		if (!domain && xa_erase(&fs_info->sf_subvol_domain, subvolid))
+			return 0;
+		return PTR_ERR(root);
+	}
+	__btrfs_sf_set_domain(root, domain);
 	btrfs_put_root(root);
-	return ret;
+	return 0;
 }
 
 /**
- * btrfs_sf_snapshot_created() - a new snapshot starts in its source's domain
- * @src: the subvolume the snapshot was taken of
- * @snap: the snapshot
+ * btrfs_sf_subvol_created() - put a new subvolume in its trust domain
+ * @parent: the subvolume it was created in
+ * @src: the subvolume it is a snapshot of, or NULL
+ * @root: the new subvolume
+ *
+ * The domain of @parent, or if that is 0 the domain of @src (DOC: btrfs
+ * trust domains).  The new subvolume is already reachable: anything
+ * shared from it meanwhile is removed.
  */
-void btrfs_sf_snapshot_created(struct btrfs_root *src, struct btrfs_root *snap)
+void btrfs_sf_subvol_created(struct btrfs_root *parent, struct btrfs_root *src,
+			     struct btrfs_root *root)
 {
-	struct btrfs_fs_info *fs_info = src->fs_info;
-	u32 domain = btrfs_sf_domain(fs_info, btrfs_root_id(src));
+	struct btrfs_fs_info *fs_info = root->fs_info;
+	u32 domain;
 
-	/* Also removes what a reader of the snapshot shared meanwhile. */
-	if (domain && btrfs_sf_set_domain(fs_info, btrfs_root_id(snap), domain))
-		btrfs_warn(fs_info,
-			   "shared folios: snapshot %llu not put in domain %u of %llu",
-			   btrfs_root_id(snap), domain, btrfs_root_id(src));
+	if (!fs_info->sf_inode)
+		return;
+	domain = btrfs_sf_domain(fs_info, btrfs_root_id(parent));
+	if (!domain && src)
+		domain = btrfs_sf_domain(fs_info, btrfs_root_id(src));
+	if (domain)
+		__btrfs_sf_set_domain(root, domain);
 }
 
 static bool btrfs_sf_inode_eligible(struct btrfs_inode *inode)

@@ -25,7 +25,8 @@ void btrfs_sf_note_remap(struct btrfs_inode *src, struct btrfs_inode *dst);
 void btrfs_sf_dedupe_done(struct btrfs_inode *dst, u64 pos, u64 len);
 int btrfs_sf_set_domain(struct btrfs_fs_info *fs_info, u64 subvolid, u32 domain);
 u32 btrfs_sf_domain(struct btrfs_fs_info *fs_info, u64 subvolid);
-void btrfs_sf_snapshot_created(struct btrfs_root *src, struct btrfs_root *snap);
+void btrfs_sf_subvol_created(struct btrfs_root *parent, struct btrfs_root *src,
+			     struct btrfs_root *root);
 
 #else
 
@@ -44,8 +45,9 @@ static inline void btrfs_sf_note_remap(struct btrfs_inode *src,
 				       struct btrfs_inode *dst) { }
 static inline void btrfs_sf_dedupe_done(struct btrfs_inode *dst, u64 pos,
 					u64 len) { }
-static inline void btrfs_sf_snapshot_created(struct btrfs_root *src,
-					     struct btrfs_root *snap) { }
+static inline void btrfs_sf_subvol_created(struct btrfs_root *parent,
+					   struct btrfs_root *src,
+					   struct btrfs_root *root) { }
 
 #endif
 
