@@ -973,6 +973,15 @@ bool btrfs_sf_cached_page(struct btrfs_inode *inode, pgoff_t index)
 	return btrfs_sf_cached(inode->vfs_inode.i_mapping, index);
 }
 
+/* Truncate [@lstart, @lend] from one extent cache. */
+static void btrfs_sf_invalidate_cache(struct inode *inode, u64 lstart, u64 lend)
+{
+	if (!inode->i_mapping->nrpages ||
+	    !filemap_range_has_page(inode->i_mapping, lstart, lend))
+		return;
+	truncate_inode_pages_range(inode->i_mapping, lstart, lend);
+}
+
 /**
  * btrfs_sf_invalidate_range() - forget cached data of freed space
  * @fs_info: the filesystem
@@ -984,15 +993,6 @@ bool btrfs_sf_cached_page(struct btrfs_inode *inode, pgoff_t index)
  *
  * Context: process context, no tree locks held; sleeps.
  */
-/* Truncate [@lstart, @lend] from one extent cache. */
-static void btrfs_sf_invalidate_cache(struct inode *inode, u64 lstart, u64 lend)
-{
-	if (!inode->i_mapping->nrpages ||
-	    !filemap_range_has_page(inode->i_mapping, lstart, lend))
-		return;
-	truncate_inode_pages_range(inode->i_mapping, lstart, lend);
-}
-
 void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info, u64 start, u64 len)
 {
 	u64 lstart = round_down(start, PAGE_SIZE);
