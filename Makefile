@@ -7,7 +7,7 @@
 
 SHELL := /bin/bash
 
-.PHONY: all deps kernel stock debug rfc demo check check-host check-guest \
+.PHONY: all deps kernel stock debug rfc progs demo check check-host check-guest \
 	check-debug soak bench bench-drgn fstests sync check-sync checkpatch bisect dev-tree \
 	clean distclean help
 
@@ -37,10 +37,16 @@ debug: deps
 rfc: deps
 	@bz=$$(qemu/kbuild rfc) && echo "rfc: $$bz"
 
+## progs       build the C programs of the tests, the demo, the soak and the
+##             benchmarks (tests/progs/*.c) into build/progs/; the one build
+##             every recipe uses (make -C tests/progs [NAME...])
+progs: deps
+	@$(MAKE) --no-print-directory -C tests/progs
+
 ## demo        build, boot, and show what sharing does (the main job);
 ##             DEMO_N sharers (8) of a DEMO_MIB MiB file (128)
 demo: deps
-	@mkdir -p build && gcc -O2 -Wall -Wno-format-truncation -o build/maptouch tests/sfx/maptouch.c && \
+	@$(MAKE) -s --no-print-directory -C tests/progs maptouch && \
 	bz=$$(qemu/kbuild patched) && \
 	qemu/run -k "$$bz" -t 1800 --disk 4G --env DEMO_N --env DEMO_MIB -- qemu/demo
 
@@ -110,7 +116,7 @@ dev-tree: deps
 	@patches/tools/dev-tree
 
 clean:
-	rm -rf build/obj-* build/test-logs build/bisect
+	rm -rf build/obj-* build/test-logs build/bisect build/progs
 
 distclean:
 	rm -rf build

@@ -76,6 +76,7 @@
  */
 #include <linux/fs.h>
 #include <linux/pagemap.h>
+#include <linux/memcontrol.h>
 #include <linux/shared_folio.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
@@ -359,24 +360,6 @@ static bool btrfs_sf_em_eligible(const struct extent_map *em)
 }
 
 /*
- * Could another file reference @em's data?  Sharing data nobody else
- * references only costs (a physical folio, an alias and a descriptor per
- * page instead of one folio), so such extents are read privately, as on a
- * kernel without this.  Data is shared with other files only through:
- *
- * - a snapshot: the subvolume (or the one it is a snapshot of) was
- *   snapshotted after the extent was written, that is its generation is at
- *   most the root's last_snapshot;
- * - a clone or dedupe: the extent item counts more than one reference in
- *   the commit root, or, for one not committed yet, this inode took part
- *   in a remap since it was loaded (BTRFS_INODE_SF_REMAPPED).
- *
- * An extent written in the running transaction has no other reference
- * unless a remap flagged this inode.  Anything uncertain (a lookup error,
- * a merged map whose extent item is not found) counts as shared: sharing
- * is always correct, only sometimes wasteful.
- */
-/*
  * References to the data extent at @bytenr in the commit root: no
  * transaction, no tree locks (need_commit_sem), so safe under the file's
  * extent range lock.  0 if there is no such extent item.
@@ -418,6 +401,24 @@ static int btrfs_sf_extent_refs(struct btrfs_fs_info *fs_info, u64 bytenr,
 	return ret;
 }
 
+/*
+ * Could another file reference @em's data?  Sharing data nobody else
+ * references only costs (a physical folio, an alias and a descriptor per
+ * page instead of one folio), so such extents are read privately, as on a
+ * kernel without this.  Data is shared with other files only through:
+ *
+ * - a snapshot: the subvolume (or the one it is a snapshot of) was
+ *   snapshotted after the extent was written, that is its generation is at
+ *   most the root's last_snapshot;
+ * - a clone or dedupe: the extent item counts more than one reference in
+ *   the commit root, or, for one not committed yet, this inode took part
+ *   in a remap since it was loaded (BTRFS_INODE_SF_REMAPPED).
+ *
+ * An extent written in the running transaction has no other reference
+ * unless a remap flagged this inode.  Anything uncertain (a lookup error,
+ * a merged map whose extent item is not found) counts as shared: sharing
+ * is always correct, only sometimes wasteful.
+ */
 static bool btrfs_sf_em_shared(struct btrfs_inode *inode, const struct extent_map *em)
 {
 	struct btrfs_root *root = inode->root;
@@ -660,43 +661,24 @@ static bool btrfs_sf_cached(struct address_space *mapping, pgoff_t index)
 }
 
 /*
- * Share the missing pages of [@first, @last] (at most BTRFS_SF_MAX_BATCH).
- * With @wait, wait for their physical folios and install aliases; without,
- * only start the reads (the asynchronous window), marking the first.
+ * Which pages of [@first, @last] are missing from the file's page cache and
+ * live in a shareable extent, and at which logical address?  Fills @items
+ * (room for BTRFS_SF_MAX_BATCH) and returns how many.  Records the private
+ * extents it meets, so that later reads skip them without a lookup.
  */
-static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
-				    pgoff_t last, bool wait,
-				    struct btrfs_sf_batch *b)
+static unsigned int btrfs_sf_collect(struct btrfs_inode *inode, pgoff_t first,
+				     pgoff_t last, struct btrfs_sf_item *items)
 {
-	struct btrfs_fs_info *fs_info = inode->root->fs_info;
 	struct address_space *mapping = inode->vfs_inode.i_mapping;
-	struct btrfs_sf_item *items = b->items;
-	struct extent_state *cached_state = NULL;
-	struct shared_folio_prealloc pa = { };
-	struct btrfs_sf_bio sb = { };
-	unsigned int nr = 0, i;
-	bool mark = !wait, share;
-	struct inode *cache;
-	pgoff_t idx;
-	u64 start, end;
+	u64 end = ((u64)(last + 1) << PAGE_SHIFT) - 1;
+	unsigned int nr = 0;
+	pgoff_t idx = first;
 
-	start = (u64)first << PAGE_SHIFT;
-	end = ((u64)(last + 1) << PAGE_SHIFT) - 1;
-	filemap_invalidate_lock_shared(mapping);
-	/* Its trust domain's: read under the lock a change of domain takes. */
-	cache = btrfs_sf_cache(inode);
-	if (!cache) {
-		filemap_invalidate_unlock_shared(mapping);
-		return;
-	}
-	btrfs_lock_and_flush_ordered_range(inode, start, end, &cached_state);
-
-	/* Phase 1: where does each missing page live? */
-	idx = first;
 	while (idx <= last) {
 		u64 off = (u64)idx << PAGE_SHIFT;
 		struct extent_map *em;
 		pgoff_t em_last;
+		bool share;
 
 		em = btrfs_get_extent(inode, NULL, off, end + 1 - off);
 		if (IS_ERR(em))
@@ -732,8 +714,20 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 		}
 		btrfs_free_extent_map(em);
 	}
+	return nr;
+}
 
-	/* Phase 2: find or read the physical folios, one bio per run. */
+/*
+ * Find or start reading the physical folio of each item, one bio per run of
+ * adjacent pages.  @mark: set the readahead marker on the first folio read.
+ */
+static void btrfs_sf_read_physical(struct btrfs_inode *inode, struct inode *cache,
+				   struct btrfs_sf_item *items, unsigned int nr,
+				   bool mark, struct btrfs_sf_batch *b)
+{
+	struct btrfs_sf_bio sb = { };
+	unsigned int i;
+
 	for (i = 0; i < nr; i++) {
 		btrfs_sf_get_physical(inode, cache, &sb, &items[i], mark);
 		if (items[i].read) {
@@ -742,8 +736,22 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 		}
 	}
 	btrfs_sf_submit(&sb);
+}
 
-	/* Phase 3: wait for them and install the aliases. */
+/*
+ * Wait for each item's physical folio and install an alias of it in the
+ * file's mapping; drop the folio references.  Without @wait, only drop
+ * them: the reads were the asynchronous window's.
+ */
+static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
+			     struct btrfs_sf_item *items, unsigned int nr,
+			     bool wait, struct btrfs_sf_batch *b)
+{
+	struct btrfs_fs_info *fs_info = inode->root->fs_info;
+	struct address_space *mapping = inode->vfs_inode.i_mapping;
+	struct shared_folio_prealloc pa = { };
+	unsigned int i;
+
 	for (i = 0; i < nr; i++) {
 		struct folio *folio = items[i].folio;
 
@@ -765,14 +773,12 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 		/*
 		 * Not beyond EOF: btrfs_setsize() shrinks i_size and truncates
 		 * the page cache under the invalidate lock, which we hold.
-		 */
-		/*
-		 * Nothing under the physical folio lock allocates with reclaim
-		 * or memcg throttling: readers of every sharer, migration and
-		 * the transaction commit (btrfs_sf_invalidate_range()) wait for
-		 * that lock.  Should the allocations fail, the page is read
-		 * privately.  fs-verity may have been enabled
-		 * since the entry check: its data is never shared.
+		 * fs-verity may have been enabled since the entry check: its
+		 * data is never shared.  Nothing under the physical folio lock
+		 * allocates with reclaim or memcg throttling: readers of every
+		 * sharer, migration and the transaction commit
+		 * (btrfs_sf_invalidate_range()) wait for that lock.  Should
+		 * the allocations fail, the page is read privately.
 		 */
 		if (folio->mapping == cache->i_mapping &&
 		    folio_test_uptodate(folio) && !IS_VERITY(&inode->vfs_inode) &&
@@ -786,8 +792,36 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 		folio_unlock(folio);
 		folio_put(folio);
 	}
-
 	shared_folio_prealloc_free(&pa);
+}
+
+/*
+ * Share the missing pages of [@first, @last] (at most BTRFS_SF_MAX_BATCH).
+ * With @wait, wait for their physical folios and install aliases; without,
+ * only start the reads (the asynchronous window), marking the first.
+ */
+static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
+				    pgoff_t last, bool wait,
+				    struct btrfs_sf_batch *b)
+{
+	struct address_space *mapping = inode->vfs_inode.i_mapping;
+	struct extent_state *cached_state = NULL;
+	u64 start = (u64)first << PAGE_SHIFT;
+	u64 end = ((u64)(last + 1) << PAGE_SHIFT) - 1;
+	struct inode *cache;
+	unsigned int nr;
+
+	filemap_invalidate_lock_shared(mapping);
+	/* Its trust domain's: read under the lock a change of domain takes. */
+	cache = btrfs_sf_cache(inode);
+	if (!cache) {
+		filemap_invalidate_unlock_shared(mapping);
+		return;
+	}
+	btrfs_lock_and_flush_ordered_range(inode, start, end, &cached_state);
+	nr = btrfs_sf_collect(inode, first, last, b->items);
+	btrfs_sf_read_physical(inode, cache, b->items, nr, !wait, b);
+	btrfs_sf_install(inode, cache, b->items, nr, wait, b);
 	btrfs_unlock_extent(&inode->io_tree, start, end, &cached_state);
 	filemap_invalidate_unlock_shared(mapping);
 }
@@ -951,7 +985,8 @@ ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to, ssize_t already_r
  *
  * Return: true if btrfs_sf_populate() may install an alias at @index.
  */
-bool btrfs_sf_fault_wants_populate(struct btrfs_inode *inode, pgoff_t index)
+static bool btrfs_sf_fault_wants_populate(struct btrfs_inode *inode,
+					  pgoff_t index)
 {
 	u64 pos = (u64)index << PAGE_SHIFT;
 
@@ -968,9 +1003,64 @@ bool btrfs_sf_fault_wants_populate(struct btrfs_inode *inode, pgoff_t index)
  *
  * Return: true if anything (an alias or a private folio) is there.
  */
-bool btrfs_sf_cached_page(struct btrfs_inode *inode, pgoff_t index)
+static bool btrfs_sf_cached_page(struct btrfs_inode *inode, pgoff_t index)
 {
 	return btrfs_sf_cached(inode->vfs_inode.i_mapping, index);
+}
+
+/**
+ * btrfs_sf_filemap_fault() - ->fault of btrfs files
+ * @vmf: the fault
+ *
+ * A page fault shares as read() does: a page that is not cached and whose
+ * extent may be shared gets an alias (btrfs_sf_populate(), the fault-around
+ * block of 16 pages, or the window of a sequential faulter), and
+ * filemap_fault() then maps the physical page read-only.  Not for a write
+ * fault on a shared mapping, which would unshare at once, nor for a fault
+ * that must not wait.  Populating may read the disk: where the fault can
+ * be retried it drops the mmap lock (or the VMA lock) first, as
+ * filemap_fault() does for its reads, and the retry finds the alias.
+ *
+ * Return: filemap_fault()'s, or VM_FAULT_MAJOR | VM_FAULT_RETRY.
+ */
+vm_fault_t btrfs_sf_filemap_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct btrfs_inode *inode = BTRFS_I(file_inode(vma->vm_file));
+	loff_t pos = (loff_t)round_down(vmf->pgoff, 16) << PAGE_SHIFT;
+	struct file *fpin;
+
+	if ((vmf->flags & FAULT_FLAG_RETRY_NOWAIT) ||
+	    ((vmf->flags & FAULT_FLAG_WRITE) && (vma->vm_flags & VM_SHARED)) ||
+	    !btrfs_sf_fault_wants_populate(inode, vmf->pgoff))
+		return filemap_fault(vmf);
+	if ((vmf->flags & FAULT_FLAG_ALLOW_RETRY) &&
+	    !(vmf->flags & FAULT_FLAG_TRIED)) {
+		struct folio *folio;
+
+		count_vm_event(PGMAJFAULT);
+		count_memcg_event_mm(vma->vm_mm, PGMAJFAULT);
+		fpin = get_file(vma->vm_file);
+		release_fault_lock(vmf);
+		btrfs_sf_populate(inode, pos, 16 * PAGE_SIZE);
+		/*
+		 * Nothing shared there (a hole, a preallocated or private
+		 * extent, or populate's allocations failed): read the page as
+		 * filemap_fault() would, with the fault's gfp, so that the
+		 * retry finds it.  GUP's populate (mlock, MAP_POPULATE) retries
+		 * without FAULT_FLAG_TRIED and must not meet the same miss.
+		 */
+		if (!btrfs_sf_cached_page(inode, vmf->pgoff)) {
+			folio = mapping_read_folio_gfp(fpin->f_mapping, vmf->pgoff,
+						       vmf->gfp_mask);
+			if (!IS_ERR(folio))
+				folio_put(folio);
+		}
+		fput(fpin);
+		return VM_FAULT_MAJOR | VM_FAULT_RETRY;
+	}
+	btrfs_sf_populate(inode, pos, 16 * PAGE_SIZE);
+	return filemap_fault(vmf);
 }
 
 /* Truncate [@lstart, @lend] from one extent cache. */

@@ -3,7 +3,7 @@
 #ifndef BTRFS_SHARED_FOLIO_H
 #define BTRFS_SHARED_FOLIO_H
 
-#include <linux/types.h>
+#include <linux/mm.h>
 #include <linux/fs.h>
 
 struct btrfs_fs_info;
@@ -18,8 +18,7 @@ int btrfs_sf_init(struct btrfs_fs_info *fs_info);
 void btrfs_sf_exit(struct btrfs_fs_info *fs_info);
 void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count);
 ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to, ssize_t already_read);
-bool btrfs_sf_fault_wants_populate(struct btrfs_inode *inode, pgoff_t index);
-bool btrfs_sf_cached_page(struct btrfs_inode *inode, pgoff_t index);
+vm_fault_t btrfs_sf_filemap_fault(struct vm_fault *vmf);
 void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info, u64 start, u64 len);
 void btrfs_sf_note_remap(struct btrfs_inode *src, struct btrfs_inode *dst);
 void btrfs_sf_dedupe_done(struct btrfs_inode *dst, u64 pos, u64 len);
@@ -38,6 +37,10 @@ static inline ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to,
 				    ssize_t already_read)
 {
 	return filemap_read(iocb, to, already_read);
+}
+static inline vm_fault_t btrfs_sf_filemap_fault(struct vm_fault *vmf)
+{
+	return filemap_fault(vmf);
 }
 static inline void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info,
 					     u64 start, u64 len) { }

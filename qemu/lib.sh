@@ -1,8 +1,13 @@
 # shellcheck shell=bash disable=SC2120
 # qemu/lib.sh: what the harness and the series tools know about the build,
 # in one place.  Sourced (bash) by qemu/*, patches/tools/*, tests/* and the
-# Makefile; defines SF_TOP, SF_BUILD and the sf_* functions below, nothing
-# else, and changes no shell option.
+# Makefile; defines SF_TOP, SF_BUILD, SF_PROGS and the sf_* functions below,
+# nothing else, and changes no shell option.
+#
+# SF_PROGS, build/progs/, holds the C programs of tests/progs/ that the
+# guest runs, built by their one build, tests/progs/Makefile
+# (make -C tests/progs [NAME...]); the guest finds them there through the
+# repository's share (tests/lib/common.sh sets SF_PROGS alike).
 #
 # Build flavours (qemu/kbuild FLAVOUR builds one):
 #   patched       base + patches/series, qemu/guest.config         build/obj-patched
@@ -32,6 +37,8 @@
 
 SF_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SF_BUILD=$SF_TOP/build
+# shellcheck disable=SC2034 # read by the scripts that source this file
+SF_PROGS=$SF_BUILD/progs
 
 # The bzImage inside an object directory (x86 only).
 _SF_BZ_IN_OBJ=arch/x86/boot/bzImage

@@ -11,7 +11,7 @@ a ``struct shared_folio`` descriptor in ->private; an *alias* is a
 ``struct sf_alias`` (a struct page allocated from slab, below the vmemmap)
 in a file's page cache, pointing at its physical folio.
 
-Mappings (part 2, mmap sharing): a read fault on an alias maps the
+Mappings (mmap sharing): a read fault on an alias maps the
 *physical* page read-only into the file's own VMA, so the physical folio's
 mapcount counts PTEs in every sharer's processes, and each of those PTEs
 lies in some alias's mapping (alias->mapping->i_mmap) at that alias's
@@ -93,11 +93,12 @@ def alias_folio(prog, a):
     return cast("struct folio *", a.page.address_of_())
 
 
-def alias_layout_v4(prog):
-    """True for the 128-byte struct sf_alias of series v4 and before, which
-    kept ->folio, ->sf and ->node; v5 derives ->folio and ->node (96
-    bytes: the struct page, whose lru is the list node, the PFN, the alias
-    LRU's head and ->sf)."""
+def alias_keeps_folio(prog):
+    """True for the 128-byte struct sf_alias of RFC v4 and earlier, which
+    kept the physical folio (->folio) and its own list node (->node).
+    Since RFC v5 both are derived: the physical folio from ->pfn, and the
+    list node is the struct page's lru (96 bytes: the struct page, the
+    PFN, the alias LRU's head and ->sf)."""
     try:
         return prog.type("struct sf_alias").has_member("folio")
     except LookupError:
@@ -108,19 +109,9 @@ def alias_physical(prog, alias):
     """(physical folio, PFN) of an alias folio."""
     a = sf_alias_of(prog, alias)
     pfn = a.pfn.value_()
-    if alias_layout_v4(prog):
+    if alias_keeps_folio(prog):
         return a.folio, pfn
     return cast("struct folio *", pfn_to_page(prog, pfn)), pfn
-
-
-def alias_descriptor(prog, a):
-    """The descriptor a struct sf_alias * points at (v4, and v5 since the
-    second review), or derives (its physical folio's ->private):
-    meaningful while it is on a list."""
-    if prog.type("struct sf_alias").has_member("sf"):
-        return a.sf
-    folio, _ = alias_physical(prog, alias_folio(prog, a))
-    return cast("struct shared_folio *", folio.private)
 
 
 def flag(prog, folio, name):
@@ -186,7 +177,8 @@ def extent_cache(fs_info):
 
 def extent_caches(fs_info):
     """[(domain, struct address_space *)]: domain 0's extent cache, then the
-    cache of every other trust domain (fs_info->sf_caches, RFC v6)."""
+    cache of every other trust domain (fs_info->sf_caches; a kernel without
+    trust domains has domain 0's only)."""
     if not has_sharing(fs_info):
         return []
     caches = [(0, fs_info.sf_inode.i_mapping)]
@@ -226,7 +218,7 @@ def alias_walk_limit(prog, sf):
 def folio_aliases(prog, sf):
     """The struct sf_alias * on a descriptor's list, at most
     alias_walk_limit() of them."""
-    node = "node" if alias_layout_v4(prog) else "page.lru"
+    node = "node" if alias_keeps_folio(prog) else "page.lru"
     return list(islice(list_for_each_entry("struct sf_alias", sf.aliases.address_of_(),
                                            node), alias_walk_limit(prog, sf)))
 
@@ -637,7 +629,7 @@ def _where_pte(m):
 
 
 def audit(prog, counted=None):
-    """Check the invariants of design/shared-folios.md; return a list of
+    """Check the invariants of design/design.md; return a list of
     violations (strings), empty when all hold.  One walk: if counted is a
     dict, it receives what the walk found ("filesystems", "folios",
     "aliases", "mapped": physical folios with a PTE, "ptes": their PTEs),
@@ -719,7 +711,7 @@ def audit(prog, counted=None):
                 if listed.get(alias.value_()) is s:
                     continue	# a list that loops: checked once
                 listed[alias.value_()] = s
-                if alias_descriptor(prog, a) != sf:
+                if a.sf != sf:
                     bad.append("%s: points at another descriptor" % aw)
                 if alias_physical(prog, alias)[0] != f:
                     bad.append("%s: points at another physical folio" % aw)

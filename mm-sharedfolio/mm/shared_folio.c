@@ -42,13 +42,16 @@
  *
  * Reclaim needs nothing new: the shared-folio descriptor is folio->private,
  * so shrink_folio_list() calls the extent cache's ->release_folio, which
- * calls shared_folio_release() to detach every alias, and the folio is then
+ * calls sf_folio_release() to detach every alias, and the folio is then
  * freed as usual.  Truncating the extent cache (an extent was freed) goes
- * through ->invalidate_folio and shared_folio_invalidate() the same way.
+ * through ->invalidate_folio and sf_folio_invalidate() the same way.
  *
  * Coding conventions in this file: "folio" is always the physical folio,
  * "alias" the per-inode struct folio, "a" the struct sf_alias around an
- * alias, "sf" the descriptor.
+ * alias ("sfa" in a structure), "sf" the descriptor.  What a filesystem
+ * calls is named shared_folio_*(), and the address space operations
+ * shared_folio_<op>(); everything else is sf_<object>_<verb>(), the object
+ * being the physical folio ("folio"), an alias or the descriptor.
  */
 
 /**
@@ -69,19 +72,19 @@
  *   alias it was found through, while that alias is in its mapping.
  * - An alias leaves its mapping only under its lock, after its mapping's
  *   PTEs at its index are zapped (truncate_cleanup_folio(),
- *   invalidate_inode_pages2_range(), shared_folio_unshare(),
- *   shared_folio_detach_aliases()), or not at all while one may exist
+ *   invalidate_inode_pages2_range(), sf_alias_unshare(),
+ *   sf_folio_detach_aliases()), or not at all while one may exist
  *   (mapping_evict_folio(), a detach that does not wait).  "May exist"
  *   is asked of the physical folio's mapcount (sf_alias_maybe_mapped()).
  * - So every PTE of a physical page lies in some alias's mapping at that
  *   alias's index, and rmap_walk() of the physical folio walks exactly
- *   those places (shared_folio_rmap_walk(), after KSM's rmap_walk_ksm()).
+ *   those places (sf_folio_rmap_walk(), after KSM's rmap_walk_ksm()).
  * - A write never reaches the physical page: a write fault on a MAP_SHARED
  *   mapping replaces the file's alias by a private copy, zapping that
- *   file's PTEs of the index (shared_folio_wp_fault()), then retries; a
+ *   file's PTEs of the index (sf_folio_wp_fault()), then retries; a
  *   MAP_PRIVATE write copies to an anonymous page as for any file page.
  *   Only mappings whose read faults install read-only PTEs map a physical
- *   page (shared_folio_vma_maps()).
+ *   page (sf_vma_may_map()).
  * - Migration replaces every sharer's PTE by a migration entry and maps
  *   the new folio in its place, with every alias locked throughout and
  *   retargeted to the new folio (DOC: Migration).  Device migration
@@ -196,6 +199,7 @@ static unsigned int max_sharing = 256;
  */
 DEFINE_STATIC_KEY_FALSE(shared_folio_drop_behind_key);
 EXPORT_SYMBOL_GPL(shared_folio_drop_behind_key);
+/* ==================== descriptor and aliases ==================== */
 
 static inline struct folio *sf_alias_to_folio(struct sf_alias *a)
 {
@@ -225,14 +229,14 @@ static inline struct shared_folio *sf_alias_descriptor(struct sf_alias *a)
 			 (SECTIONS_MASK << SECTIONS_PGSHIFT))
 
 /* Charged to the reader's memcg, with that memcg's part of the alias LRU. */
-static struct sf_alias *sf_alloc_alias(gfp_t gfp)
+static struct sf_alias *sf_alias_alloc(gfp_t gfp)
 {
 	return kmem_cache_alloc_lru(sf_alias_cache, &sf_alias_lru,
 				    (gfp & GFP_RECLAIM_MASK) | __GFP_ZERO);
 }
 
 /* Charged, like the aliases, to the memcg of the reader. */
-static struct shared_folio *sf_alloc_descriptor(gfp_t gfp)
+static struct shared_folio *sf_descriptor_alloc(gfp_t gfp)
 {
 	return kmalloc(sizeof(struct shared_folio),
 		       (gfp & GFP_RECLAIM_MASK) | __GFP_ACCOUNT);
@@ -252,9 +256,9 @@ static struct shared_folio *sf_alloc_descriptor(gfp_t gfp)
 void shared_folio_prealloc(struct shared_folio_prealloc *pa, gfp_t gfp)
 {
 	if (!pa->sf)
-		pa->sf = sf_alloc_descriptor(gfp);
-	if (!pa->alias)
-		pa->alias = sf_alloc_alias(gfp);
+		pa->sf = sf_descriptor_alloc(gfp);
+	if (!pa->sfa)
+		pa->sfa = sf_alias_alloc(gfp);
 }
 EXPORT_SYMBOL_GPL(shared_folio_prealloc);
 
@@ -265,10 +269,10 @@ EXPORT_SYMBOL_GPL(shared_folio_prealloc);
 void shared_folio_prealloc_free(struct shared_folio_prealloc *pa)
 {
 	kfree(pa->sf);
-	if (pa->alias)
-		kmem_cache_free(sf_alias_cache, pa->alias);
+	if (pa->sfa)
+		kmem_cache_free(sf_alias_cache, pa->sfa);
 	pa->sf = NULL;
-	pa->alias = NULL;
+	pa->sfa = NULL;
 }
 EXPORT_SYMBOL_GPL(shared_folio_prealloc_free);
 
@@ -297,7 +301,7 @@ struct shared_folio *shared_folio_attach(struct folio *folio,
 		sf = pa->sf;
 		pa->sf = NULL;
 	} else {
-		sf = sf_alloc_descriptor(gfp);
+		sf = sf_descriptor_alloc(gfp);
 		if (!sf)
 			return NULL;
 	}
@@ -313,19 +317,18 @@ struct shared_folio *shared_folio_attach(struct folio *folio,
 EXPORT_SYMBOL_GPL(shared_folio_attach);
 
 /**
- * shared_folio_nr_aliases() - how many aliases a physical folio has
+ * sf_folio_nr_aliases() - how many aliases a physical folio has
  * @folio: a physical folio
  *
  * Return: the number of aliases currently in a mapping (racy unless the
  * caller holds the folio lock and no mapping can drop one).
  */
-unsigned int shared_folio_nr_aliases(struct folio *folio)
+unsigned int sf_folio_nr_aliases(struct folio *folio)
 {
 	struct shared_folio *sf = folio_get_private(folio);
 
 	return sf ? READ_ONCE(sf->nr_aliases) : 0;
 }
-EXPORT_SYMBOL_GPL(shared_folio_nr_aliases);
 
 /**
  * shared_folio_add_alias() - install an alias of @folio in @mapping
@@ -361,11 +364,11 @@ int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
 		return -ENOSPC;
 
 	gfp &= GFP_RECLAIM_MASK;
-	if (pa && pa->alias) {
-		a = pa->alias;
-		pa->alias = NULL;
+	if (pa && pa->sfa) {
+		a = pa->sfa;
+		pa->sfa = NULL;
 	} else {
-		a = sf_alloc_alias(gfp);
+		a = sf_alias_alloc(gfp);
 		if (!a)
 			return -ENOMEM;
 	}
@@ -474,6 +477,8 @@ void sf_alias_free(struct folio *alias)
 	kfree_rcu(a, page.rcu_head);
 }
 
+/* ==================== detach ==================== */
+
 enum sf_next { SF_NEXT_EMPTY, SF_NEXT_GOT, SF_NEXT_FROZEN };
 
 /*
@@ -483,7 +488,7 @@ enum sf_next { SF_NEXT_EMPTY, SF_NEXT_GOT, SF_NEXT_FROZEN };
  * mapping; that caller holds the mapping's xa_lock from the freeze until
  * sf_alias_unaccount() has unlinked the alias from @sf.
  */
-static enum sf_next sf_next_alias(struct shared_folio *sf, struct folio **aliasp)
+static enum sf_next sf_alias_next(struct shared_folio *sf, struct folio **aliasp)
 {
 	enum sf_next ret = SF_NEXT_EMPTY;
 	struct sf_alias *a;
@@ -500,7 +505,7 @@ static enum sf_next sf_next_alias(struct shared_folio *sf, struct folio **aliasp
 }
 
 /**
- * shared_folio_detach_aliases() - remove every alias of @folio from its mapping
+ * sf_folio_detach_aliases() - remove every alias of @folio from its mapping
  * @folio: locked physical folio
  * @sync: wait for busy aliases until none is left; otherwise one pass that
  *        skips them
@@ -518,7 +523,7 @@ static enum sf_next sf_next_alias(struct shared_folio *sf, struct folio **aliasp
  * Context: process context, @folio locked.  May sleep.
  * Return: the number of aliases detached.
  */
-unsigned int shared_folio_detach_aliases(struct folio *folio, bool sync)
+unsigned int sf_folio_detach_aliases(struct folio *folio, bool sync)
 {
 	struct shared_folio *sf = folio_get_private(folio);
 	unsigned int detached = 0, n;
@@ -531,7 +536,7 @@ unsigned int shared_folio_detach_aliases(struct folio *folio, bool sync)
 	while ((n = READ_ONCE(sf->nr_aliases))) {
 		while (n--) {
 			struct address_space *mapping;
-			enum sf_next got = sf_next_alias(sf, &alias);
+			enum sf_next got = sf_alias_next(sf, &alias);
 
 			if (got == SF_NEXT_EMPTY)
 				goto out;
@@ -584,9 +589,8 @@ out:
 		shared_folio_count_reclaims(sf->stats, detached);
 	return detached;
 }
-EXPORT_SYMBOL_GPL(shared_folio_detach_aliases);
 
-static void shared_folio_free_descriptor(struct folio *folio)
+static void sf_descriptor_free(struct folio *folio)
 {
 	struct shared_folio *sf = folio_detach_private(folio);
 	bool busy;
@@ -604,7 +608,7 @@ static void shared_folio_free_descriptor(struct folio *folio)
 }
 
 /**
- * shared_folio_release() - ->release_folio for an extent cache
+ * sf_folio_release() - ->release_folio for an extent cache
  * @folio: locked physical folio
  *
  * Detaches the aliases whose lock can be taken without waiting and, if
@@ -613,22 +617,21 @@ static void shared_folio_free_descriptor(struct folio *folio)
  * Context: process context (reclaim, invalidation), @folio locked.
  * Return: true if @folio no longer has private data.
  */
-bool shared_folio_release(struct folio *folio)
+bool sf_folio_release(struct folio *folio)
 {
 	struct shared_folio *sf = folio_get_private(folio);
 
 	if (!sf)
 		return true;
-	shared_folio_detach_aliases(folio, false);
+	sf_folio_detach_aliases(folio, false);
 	if (READ_ONCE(sf->nr_aliases))
 		return false;
-	shared_folio_free_descriptor(folio);
+	sf_descriptor_free(folio);
 	return true;
 }
-EXPORT_SYMBOL_GPL(shared_folio_release);
 
 /**
- * shared_folio_invalidate() - ->invalidate_folio for an extent cache
+ * sf_folio_invalidate() - ->invalidate_folio for an extent cache
  * @folio: locked physical folio being removed from its extent cache
  * @offset: start of the invalidated range in @folio
  * @len: length of the range
@@ -638,18 +641,64 @@ EXPORT_SYMBOL_GPL(shared_folio_release);
  *
  * Context: process context, @folio locked.  Sleeps.
  */
-void shared_folio_invalidate(struct folio *folio, size_t offset, size_t len)
+void sf_folio_invalidate(struct folio *folio, size_t offset, size_t len)
 {
 	if (!folio_get_private(folio))
 		return;
-	shared_folio_detach_aliases(folio, true);
+	sf_folio_detach_aliases(folio, true);
 	if (offset == 0 && len == folio_size(folio))
-		shared_folio_free_descriptor(folio);
+		sf_descriptor_free(folio);
 }
-EXPORT_SYMBOL_GPL(shared_folio_invalidate);
 
 /**
- * shared_folio_unshare() - replace an alias by a private copy
+ * shared_folio_detach_mapping() - remove every alias from a file's mapping
+ * @mapping: the file's mapping
+ *
+ * For a filesystem that must stop a file from sharing what it shares now,
+ * such as btrfs when a subvolume moves to another trust domain: each alias
+ * is unmapped from every process that maps the file and removed, and the
+ * next access finds nothing cached (private pages are left alone).
+ *
+ * Context: process context; sleeps.  The caller holds @mapping's
+ * invalidate lock exclusively, so that nothing installs a new alias from
+ * the old sharing meanwhile, and pins @mapping's inode.
+ * Return: how many aliases were removed.
+ */
+unsigned long shared_folio_detach_mapping(struct address_space *mapping)
+{
+	struct folio_batch fbatch;
+	unsigned long detached = 0;
+	pgoff_t index = 0;
+	unsigned int i;
+
+	folio_batch_init(&fbatch);
+	while (filemap_get_folios(mapping, &index, ULONG_MAX, &fbatch)) {
+		for (i = 0; i < folio_batch_count(&fbatch); i++) {
+			struct folio *alias = fbatch.folios[i];
+
+			if (!folio_is_sf_alias(alias))
+				continue;
+			folio_lock(alias);
+			if (alias->mapping == mapping) {
+				/* Its file's PTEs go first (DOC: Mapping). */
+				if (sf_alias_maybe_mapped(alias))
+					unmap_mapping_folio(alias);
+				filemap_remove_folio(alias);
+				detached++;
+			}
+			folio_unlock(alias);
+		}
+		folio_batch_release(&fbatch);
+		cond_resched();
+	}
+	return detached;
+}
+EXPORT_SYMBOL_GPL(shared_folio_detach_mapping);
+
+/* ==================== unshare ==================== */
+
+/**
+ * sf_alias_unshare() - replace an alias by a private copy
  * @mapping: the mapping the caller found @alias in
  * @alias: an alias, referenced by the caller; the reference is consumed
  * @gfp: allocation flags for the private folio
@@ -670,8 +719,8 @@ EXPORT_SYMBOL_GPL(shared_folio_invalidate);
  * left @mapping meanwhile (look it up again); ERR_PTR(-ENOMEM), or
  * ERR_PTR(-EHWPOISON) if the shared page is poisoned.
  */
-struct folio *shared_folio_unshare(struct address_space *mapping,
-				   struct folio *alias, gfp_t gfp)
+struct folio *sf_alias_unshare(struct address_space *mapping,
+			       struct folio *alias, gfp_t gfp)
 {
 	XA_STATE(xas, &mapping->i_pages, alias->index);
 	struct folio *folio = sf_alias_physical(alias);
@@ -726,7 +775,7 @@ struct folio *shared_folio_unshare(struct address_space *mapping,
 	trace_mm_filemap_delete_from_page_cache(alias);
 	trace_mm_filemap_add_to_page_cache(new);
 	__lruvec_stat_mod_folio(new, NR_FILE_PAGES, 1);
-	nr = shared_folio_nr_aliases(folio);
+	nr = sf_folio_nr_aliases(folio);
 	stats = sf_alias_descriptor(folio_sf_alias(alias))->stats;
 	sf_alias_unaccount(alias);
 	alias->mapping = NULL;
@@ -745,52 +794,8 @@ nomem:
 	folio_put(alias);
 	return ERR_PTR(-ENOMEM);
 }
-EXPORT_SYMBOL_GPL(shared_folio_unshare);
 
-/**
- * shared_folio_detach_mapping() - remove every alias from a file's mapping
- * @mapping: the file's mapping
- *
- * For a filesystem that must stop a file from sharing what it shares now,
- * such as btrfs when a subvolume moves to another trust domain: each alias
- * is unmapped from every process that maps the file and removed, and the
- * next access finds nothing cached (private pages are left alone).
- *
- * Context: process context; sleeps.  The caller holds @mapping's
- * invalidate lock exclusively, so that nothing installs a new alias from
- * the old sharing meanwhile, and pins @mapping's inode.
- * Return: how many aliases were removed.
- */
-unsigned long shared_folio_detach_mapping(struct address_space *mapping)
-{
-	struct folio_batch fbatch;
-	unsigned long detached = 0;
-	pgoff_t index = 0;
-	unsigned int i;
-
-	folio_batch_init(&fbatch);
-	while (filemap_get_folios(mapping, &index, ULONG_MAX, &fbatch)) {
-		for (i = 0; i < folio_batch_count(&fbatch); i++) {
-			struct folio *alias = fbatch.folios[i];
-
-			if (!folio_is_sf_alias(alias))
-				continue;
-			folio_lock(alias);
-			if (alias->mapping == mapping) {
-				/* Its file's PTEs go first (DOC: Mapping). */
-				if (sf_alias_maybe_mapped(alias))
-					unmap_mapping_folio(alias);
-				filemap_remove_folio(alias);
-				detached++;
-			}
-			folio_unlock(alias);
-		}
-		folio_batch_release(&fbatch);
-		cond_resched();
-	}
-	return detached;
-}
-EXPORT_SYMBOL_GPL(shared_folio_detach_mapping);
+/* ==================== drop-behind ==================== */
 
 /**
  * shared_folio_drop_behind() - evict the aliases a read() used
@@ -821,7 +826,7 @@ unsigned long shared_folio_drop_behind(struct address_space *mapping,
 	XA_STATE(xas, &mapping->i_pages, first);
 	struct folio_batch fbatch;
 	unsigned long evicted = 0;
-	struct folio *folio;
+	struct folio *alias;
 	unsigned int i;
 	bool more;
 
@@ -832,18 +837,18 @@ unsigned long shared_folio_drop_behind(struct address_space *mapping,
 	do {
 		more = false;
 		rcu_read_lock();
-		xas_for_each(&xas, folio, last) {
-			if (xas_retry(&xas, folio))
+		xas_for_each(&xas, alias, last) {
+			if (xas_retry(&xas, alias))
 				continue;
-			if (xa_is_value(folio) || !folio_is_sf_alias(folio))
+			if (xa_is_value(alias) || !folio_is_sf_alias(alias))
 				continue;
-			if (!folio_try_get(folio))
+			if (!folio_try_get(alias))
 				continue;
-			if (unlikely(folio != xas_reload(&xas))) {
-				folio_put(folio);
+			if (unlikely(alias != xas_reload(&xas))) {
+				folio_put(alias);
 				continue;
 			}
-			if (!folio_batch_add(&fbatch, folio)) {
+			if (!folio_batch_add(&fbatch, alias)) {
 				xas_pause(&xas);
 				more = true;
 				break;
@@ -852,16 +857,16 @@ unsigned long shared_folio_drop_behind(struct address_space *mapping,
 		rcu_read_unlock();
 
 		for (i = 0; i < folio_batch_count(&fbatch); i++) {
-			folio = fbatch.folios[i];
-			if (!folio_trylock(folio))
+			alias = fbatch.folios[i];
+			if (!folio_trylock(alias))
 				continue;
 			/*
 			 * The lock keeps it in its mapping, or it has left;
 			 * mapping_evict_folio() leaves it if it may be mapped.
 			 */
-			if (folio->mapping == mapping)
-				evicted += mapping_evict_folio(mapping, folio);
-			folio_unlock(folio);
+			if (alias->mapping == mapping)
+				evicted += mapping_evict_folio(mapping, alias);
+			folio_unlock(alias);
 		}
 		/* The batch's references; may be the last of an evicted alias. */
 		folios_put(&fbatch);
@@ -870,6 +875,8 @@ unsigned long shared_folio_drop_behind(struct address_space *mapping,
 	return evicted;
 }
 EXPORT_SYMBOL_GPL(shared_folio_drop_behind);
+
+/* ==================== mapping ==================== */
 
 /**
  * sf_alias_maybe_mapped() - may a PTE of its mapping map an alias's page?
@@ -901,11 +908,11 @@ bool sf_alias_maybe_mapped(struct folio *alias)
 }
 
 /**
- * shared_folio_rmap_walk() - rmap_walk() of a physical folio
+ * sf_folio_rmap_walk() - rmap_walk() of a physical folio
  * @folio: locked physical folio
  * @rwc: the walk
  * @locked: the caller holds the lock of every alias of @folio
- *          (shared_folio_migrate_lock(), for rmap_walk_locked())
+ *          (sf_folio_lock_aliases(), for rmap_walk_locked())
  *
  * Every PTE of @folio lies in an alias's mapping at that alias's index
  * (DOC: Mapping): walk those.  Each alias is locked with a trylock, which
@@ -923,8 +930,8 @@ bool sf_alias_maybe_mapped(struct folio *alias)
  *
  * Context: @folio locked, so no alias is added or detached meanwhile.
  */
-void shared_folio_rmap_walk(struct folio *folio, struct rmap_walk_control *rwc,
-			    bool locked)
+void sf_folio_rmap_walk(struct folio *folio, struct rmap_walk_control *rwc,
+			bool locked)
 {
 	struct shared_folio *sf = folio_get_private(folio);
 	struct folio *alias;
@@ -948,7 +955,7 @@ void shared_folio_rmap_walk(struct folio *folio, struct rmap_walk_control *rwc,
 		struct address_space *mapping;
 		bool more = true;
 
-		switch (sf_next_alias(sf, &alias)) {
+		switch (sf_alias_next(sf, &alias)) {
 		case SF_NEXT_EMPTY:
 			return;
 		case SF_NEXT_FROZEN:
@@ -978,6 +985,52 @@ void shared_folio_rmap_walk(struct folio *folio, struct rmap_walk_control *rwc,
 }
 
 /**
+ * sf_folio_wp_fault() - a write fault on a shared page in a MAP_SHARED VMA
+ * @vmf: the fault; its PTE maps @folio read-only, and is unlocked
+ * @folio: the physical folio the PTE mapped (compared, not dereferenced)
+ *
+ * The faulting file gets a private copy of the page in place of its alias,
+ * which zaps that file's PTEs of the index in every process; the other
+ * sharers keep mapping @folio.  The fault is then retried and goes through
+ * ->fault and ->page_mkwrite of the private copy, as for any write.
+ *
+ * Return: 0 (retry the access), VM_FAULT_OOM or VM_FAULT_HWPOISON.
+ */
+vm_fault_t sf_folio_wp_fault(struct vm_fault *vmf, struct folio *folio)
+{
+	struct address_space *mapping = vmf->vma->vm_file->f_mapping;
+	struct folio *alias, *new;
+
+	/* Unsharing allocates and takes the alias lock. */
+	if (vmf->flags & FAULT_FLAG_RETRY_NOWAIT)
+		return VM_FAULT_RETRY;
+	alias = filemap_get_folio(mapping, vmf->pgoff);
+	if (!IS_ERR(alias) && folio_is_sf_alias(alias) &&
+	    sf_alias_physical(alias) == folio)
+		goto unshare;
+	if (!IS_ERR(alias))
+		folio_put(alias);
+	/*
+	 * Unshared meanwhile: its unshare zapped the file's PTEs of the
+	 * index, or is about to.  Should a PTE of @folio still be there, it
+	 * belongs to no alias: zap it rather than fault on it for ever.
+	 */
+	unmap_mapping_pages(mapping, vmf->pgoff, 1, false);
+	return 0;
+
+unshare:
+	new = sf_alias_unshare(mapping, alias, vmf->gfp_mask);
+	if (IS_ERR(new))
+		return PTR_ERR(new) == -EHWPOISON ? VM_FAULT_HWPOISON :
+						    VM_FAULT_OOM;
+	if (new)
+		folio_put(new);
+	return 0;
+}
+
+/* ==================== migration ==================== */
+
+/**
  * DOC: Migration
  *
  * A physical folio migrates as any page-cache folio does, and its aliases
@@ -986,12 +1039,12 @@ void shared_folio_rmap_walk(struct folio *folio, struct rmap_walk_control *rwc,
  * migrated KSM page (ksm_migrate_folio()).
  *
  * - migrate_folio_unmap() locks every alias with a trylock, under the
- *   physical folio lock (shared_folio_migrate_lock()); a busy alias fails
+ *   physical folio lock (sf_folio_lock_aliases()); a busy alias fails
  *   the attempt with -EAGAIN, and migrate_pages() tries again.  The alias
  *   locks are held until the move is done or undone: no alias can leave
  *   its mapping, and no fault can map the page, meanwhile.
  * - try_to_migrate() then replaces every sharer's PTE by a migration
- *   entry, through the aliases' mappings (shared_folio_rmap_walk() with
+ *   entry, through the aliases' mappings (sf_folio_rmap_walk() with
  *   @locked).  A mlocked VMA is no obstacle, as for any page: the mlock
  *   moves to the new folio when remove_migration_ptes() maps it again.
  * - ->migrate_folio (shared_folio_migrate_folio()) copies the data, freezes
@@ -1000,20 +1053,20 @@ void shared_folio_rmap_walk(struct folio *folio, struct rmap_walk_control *rwc,
  *   reference per alias, moves the descriptor, and retargets each alias's
  *   PFN and zone and node links to the new folio before unfreezing it.
  * - remove_migration_ptes() maps the new folio in every sharer, through
- *   the same aliases, and shared_folio_migrate_unlock() releases them.
+ *   the same aliases, and sf_folio_unlock_aliases() releases them.
  *
  * Device migration (migrate_vma_*()) still leaves a physical folio alone.
  */
 
 /**
- * shared_folio_migrate_lock() - lock every alias of a physical folio
+ * sf_folio_lock_aliases() - lock every alias of a physical folio
  * @folio: locked physical folio about to be migrated
  *
  * Context: @folio locked; does not sleep.
  * Return: 0 with every alias locked and referenced (none if @folio has no
  * descriptor), or -EAGAIN with none, if an alias is busy.
  */
-int shared_folio_migrate_lock(struct folio *folio)
+int sf_folio_lock_aliases(struct folio *folio)
 {
 	struct shared_folio *sf = folio_get_private(folio);
 	struct folio *alias;
@@ -1047,13 +1100,13 @@ busy:
 }
 
 /**
- * shared_folio_migrate_unlock() - release what shared_folio_migrate_lock() took
+ * sf_folio_unlock_aliases() - release what sf_folio_lock_aliases() took
  * @folio: the physical folio that holds the descriptor now: the new folio
  *         after a move, the old one after a failure
  *
  * Context: @folio locked.
  */
-void shared_folio_migrate_unlock(struct folio *folio)
+void sf_folio_unlock_aliases(struct folio *folio)
 {
 	struct shared_folio *sf = folio_get_private(folio);
 	struct folio *alias;
@@ -1084,7 +1137,7 @@ static void sf_alias_unfreeze(struct shared_folio *sf, struct sf_alias *stop)
 	list_for_each_entry(a, &sf->aliases, page.lru) {
 		if (a == stop)
 			break;
-		/* Its mapping's reference and shared_folio_migrate_lock()'s. */
+		/* Its mapping's reference and sf_folio_lock_aliases()'s. */
 		folio_ref_unfreeze(sf_alias_to_folio(a), 2);
 	}
 }
@@ -1093,7 +1146,7 @@ static void sf_alias_unfreeze(struct shared_folio *sf, struct sf_alias *stop)
 /*
  * ->migrate_folio of an extent cache (DOC: Migration).  @src and @dst are
  * locked, @src is unmapped (migration entries) and its aliases are locked
- * by shared_folio_migrate_lock().
+ * by sf_folio_lock_aliases().
  */
 static int shared_folio_migrate_folio(struct address_space *mapping,
 				      struct folio *dst, struct folio *src,
@@ -1160,49 +1213,7 @@ static int shared_folio_migrate_folio(struct address_space *mapping,
 }
 #endif /* CONFIG_MIGRATION */
 
-/**
- * shared_folio_wp_fault() - a write fault on a shared page in a MAP_SHARED VMA
- * @vmf: the fault; its PTE maps @folio read-only, and is unlocked
- * @folio: the physical folio the PTE mapped (compared, not dereferenced)
- *
- * The faulting file gets a private copy of the page in place of its alias,
- * which zaps that file's PTEs of the index in every process; the other
- * sharers keep mapping @folio.  The fault is then retried and goes through
- * ->fault and ->page_mkwrite of the private copy, as for any write.
- *
- * Return: 0 (retry the access), VM_FAULT_OOM or VM_FAULT_HWPOISON.
- */
-vm_fault_t shared_folio_wp_fault(struct vm_fault *vmf, struct folio *folio)
-{
-	struct address_space *mapping = vmf->vma->vm_file->f_mapping;
-	struct folio *alias, *new;
-
-	/* Unsharing allocates and takes the alias lock. */
-	if (vmf->flags & FAULT_FLAG_RETRY_NOWAIT)
-		return VM_FAULT_RETRY;
-	alias = filemap_get_folio(mapping, vmf->pgoff);
-	if (!IS_ERR(alias) && folio_is_sf_alias(alias) &&
-	    sf_alias_physical(alias) == folio)
-		goto unshare;
-	if (!IS_ERR(alias))
-		folio_put(alias);
-	/*
-	 * Unshared meanwhile: its unshare zapped the file's PTEs of the
-	 * index, or is about to.  Should a PTE of @folio still be there, it
-	 * belongs to no alias: zap it rather than fault on it for ever.
-	 */
-	unmap_mapping_pages(mapping, vmf->pgoff, 1, false);
-	return 0;
-
-unshare:
-	new = shared_folio_unshare(mapping, alias, vmf->gfp_mask);
-	if (IS_ERR(new))
-		return PTR_ERR(new) == -EHWPOISON ? VM_FAULT_HWPOISON :
-						    VM_FAULT_OOM;
-	if (new)
-		folio_put(new);
-	return 0;
-}
+/* ==================== sharers and tenants ==================== */
 
 /**
  * DOC: Sharers and tenants
@@ -1242,7 +1253,7 @@ unshare:
  */
 
 /**
- * __shared_folio_may_mlock() - may an mlock in @vma pin a physical folio?
+ * __sf_folio_may_mlock() - may an mlock in @vma pin a physical folio?
  * @folio: a physical folio
  * @vma: the mlocked VMA that maps it, or is about to
  *
@@ -1250,7 +1261,7 @@ unshare:
  * Return: true if @vma's memcg is the memcg charged for @folio, or below
  * it, or if @folio is not charged.
  */
-bool __shared_folio_may_mlock(struct folio *folio, struct vm_area_struct *vma)
+bool __sf_folio_may_mlock(struct folio *folio, struct vm_area_struct *vma)
 {
 	struct mem_cgroup *owner, *locker;
 	bool ok;
@@ -1267,7 +1278,7 @@ bool __shared_folio_may_mlock(struct folio *folio, struct vm_area_struct *vma)
 }
 
 /**
- * __shared_folio_may_evict() - may the current task's hint act on a physical folio?
+ * __sf_folio_may_evict() - may the current task's hint act on a physical folio?
  * @folio: a physical folio mapped in @vma
  * @vma: the VMA the hint (MADV_COLD, MADV_PAGEOUT) is given for
  *
@@ -1276,7 +1287,7 @@ bool __shared_folio_may_mlock(struct folio *folio, struct vm_area_struct *vma)
  * Return: true if every file that shares @folio is @vma's or owned by the
  * caller's fsuid, or the caller has CAP_FOWNER.
  */
-bool __shared_folio_may_evict(struct folio *folio, struct vm_area_struct *vma)
+bool __sf_folio_may_evict(struct folio *folio, struct vm_area_struct *vma)
 {
 	struct shared_folio *sf = folio_get_private(folio);
 	struct address_space *own = vma->vm_file ? vma->vm_file->f_mapping : NULL;
@@ -1300,6 +1311,8 @@ bool __shared_folio_may_evict(struct folio *folio, struct vm_area_struct *vma)
 	/* Asked only when it matters: it marks the task PF_SUPERPRIV. */
 	return ok || ns_capable_noaudit(&init_user_ns, CAP_FOWNER);
 }
+
+/* ==================== side channels ==================== */
 
 /**
  * DOC: Side channels
@@ -1342,9 +1355,11 @@ bool shared_folio_counters_visible(const struct file *file)
 	return ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN);
 }
 
+/* ==================== address space operations ==================== */
+
 static bool shared_folio_release_folio(struct folio *folio, gfp_t gfp)
 {
-	return shared_folio_release(folio);
+	return sf_folio_release(folio);
 }
 
 /*
@@ -1370,13 +1385,15 @@ static bool shared_folio_dirty_folio(struct address_space *mapping,
 const struct address_space_operations shared_folio_aops = {
 	.dirty_folio = shared_folio_dirty_folio,
 	.release_folio = shared_folio_release_folio,
-	.invalidate_folio = shared_folio_invalidate,
+	.invalidate_folio = sf_folio_invalidate,
 #ifdef CONFIG_MIGRATION
 	.migrate_folio = shared_folio_migrate_folio,
 #endif
 	.error_remove_folio = generic_error_remove_folio,
 };
 EXPORT_SYMBOL_GPL(shared_folio_aops);
+
+/* ==================== alias shrinker ==================== */
 
 /*
  * Called with the list lock held and interrupts off.  The alias is in its
@@ -1431,14 +1448,14 @@ static enum lru_status sf_alias_lru_isolate(struct list_head *item,
 	return LRU_REMOVED_RETRY;
 }
 
-static unsigned long sf_alias_count(struct shrinker *shrinker,
-				    struct shrink_control *sc)
+static unsigned long sf_shrinker_count(struct shrinker *shrinker,
+				       struct shrink_control *sc)
 {
 	return list_lru_shrink_count(&sf_alias_lru, sc) ?: SHRINK_EMPTY;
 }
 
-static unsigned long sf_alias_scan(struct shrinker *shrinker,
-				   struct shrink_control *sc)
+static unsigned long sf_shrinker_scan(struct shrinker *shrinker,
+				      struct shrink_control *sc)
 {
 	unsigned long freed = 0;
 
@@ -1446,6 +1463,8 @@ static unsigned long sf_alias_scan(struct shrinker *shrinker,
 	list_lru_shrink_walk_irq(&sf_alias_lru, sc, sf_alias_lru_isolate, &freed);
 	return freed;
 }
+
+/* ==================== sysfs ==================== */
 
 #ifdef CONFIG_SYSFS
 static ssize_t max_sharing_show(struct kobject *kobj,
@@ -1509,14 +1528,16 @@ static const struct attribute_group shared_folio_attr_group = {
 	.attrs = shared_folio_attrs,
 };
 
-static void __init shared_folio_sysfs_init(void)
+static void __init sf_sysfs_init(void)
 {
 	if (sysfs_create_group(mm_kobj, &shared_folio_attr_group))
 		pr_warn("shared folios: cannot create /sys/kernel/mm/shared_folio\n");
 }
 #else
-static inline void shared_folio_sysfs_init(void) { }
+static inline void sf_sysfs_init(void) { }
 #endif
+
+/* ==================== debugfs audit ==================== */
 
 #ifdef CONFIG_DEBUG_FS
 static bool sf_audit_one(struct folio *folio, struct vm_area_struct *vma,
@@ -1571,7 +1592,7 @@ static int sf_audit_show(struct seq_file *m, void *v)
 		ptes_all += ptes;
 		if (ptes != mapcount && ++bad <= 10)
 			seq_printf(m, "mismatch: pfn %#lx mapcount %d ptes %lu aliases %u\n",
-				   pfn, mapcount, ptes, shared_folio_nr_aliases(folio));
+				   pfn, mapcount, ptes, sf_folio_nr_aliases(folio));
 unlock:
 		folio_unlock(folio);
 put:
@@ -1583,15 +1604,17 @@ put:
 }
 DEFINE_SHOW_ATTRIBUTE(sf_audit);
 
-static void __init shared_folio_debugfs_init(void)
+static void __init sf_debugfs_init(void)
 {
 	struct dentry *dir = debugfs_create_dir("shared_folio", NULL);
 
 	debugfs_create_file("audit", 0400, dir, NULL, &sf_audit_fops);
 }
 #else
-static inline void shared_folio_debugfs_init(void) { }
+static inline void sf_debugfs_init(void) { }
 #endif
+
+/* ==================== init ==================== */
 
 static int __init shared_folio_init(void)
 {
@@ -1605,12 +1628,12 @@ static int __init shared_folio_init(void)
 	if (!shrinker ||
 	    __list_lru_init(&sf_alias_lru, true, &sf_alias_lru_key, shrinker))
 		panic("shared folios: cannot set up the alias shrinker\n");
-	shrinker->count_objects = sf_alias_count;
-	shrinker->scan_objects = sf_alias_scan;
+	shrinker->count_objects = sf_shrinker_count;
+	shrinker->scan_objects = sf_shrinker_scan;
 	shrinker->seeks = DEFAULT_SEEKS;
 	shrinker_register(shrinker);
-	shared_folio_sysfs_init();
-	shared_folio_debugfs_init();
+	sf_sysfs_init();
+	sf_debugfs_init();
 	return 0;
 }
 subsys_initcall(shared_folio_init);

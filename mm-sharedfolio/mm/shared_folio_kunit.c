@@ -25,8 +25,8 @@
 #include <linux/mman.h>
 #include <linux/rmap.h>
 #include <linux/uaccess.h>
-#include <linux/shared_folio.h>
 #include "slab.h"
+#include "shared_folio_internal.h"
 
 #define SF_TEST_FILES	3
 #define SF_TEST_PAGES	16
@@ -167,7 +167,7 @@ static void sf_test_alias_resolves_to_physical(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, folio_mapped(alias));
 	KUNIT_EXPECT_EQ(test, folio_nr_pages(alias), 1);
 	KUNIT_EXPECT_EQ(test, map->nrpages, 1);
-	KUNIT_EXPECT_EQ(test, shared_folio_nr_aliases(folio), 1);
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 1);
 	/* The alias pins the physical folio once. */
 	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base + 1);
 	folio_put(alias);
@@ -185,14 +185,14 @@ static void sf_test_truncate_frees_alias(struct kunit *test)
 	for (i = 0; i < SF_TEST_FILES; i++)
 		KUNIT_ASSERT_EQ(test, sf_test_add(folio, sf_test_map(test, i), 7), 0);
 	folio_unlock(folio);
-	KUNIT_EXPECT_EQ(test, shared_folio_nr_aliases(folio), SF_TEST_FILES);
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), SF_TEST_FILES);
 	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base + SF_TEST_FILES);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.aliases), SF_TEST_FILES);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.folios), 1);
 
 	truncate_inode_pages(sf_test_map(test, 1), 0);
 	KUNIT_EXPECT_EQ(test, sf_test_map(test, 1)->nrpages, 0);
-	KUNIT_EXPECT_EQ(test, shared_folio_nr_aliases(folio), SF_TEST_FILES - 1);
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), SF_TEST_FILES - 1);
 	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base + SF_TEST_FILES - 1);
 
 	/* A partial truncate drops the alias and never zeroes shared data. */
@@ -203,7 +203,7 @@ static void sf_test_truncate_frees_alias(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base + 1);
 
 	truncate_inode_pages(sf_test_map(test, 2), 0);
-	KUNIT_EXPECT_EQ(test, shared_folio_nr_aliases(folio), 0);
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 0);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.aliases), 0);
 	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base);
 	folio_put(folio);
@@ -235,7 +235,7 @@ static void sf_test_unshare_on_write(struct kunit *test)
 	folio_put(priv);
 
 	KUNIT_EXPECT_TRUE(test, sf_test_filled(folio_address(folio), 0x22));
-	KUNIT_EXPECT_EQ(test, shared_folio_nr_aliases(folio), 1);
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 1);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.unshares), 1);
 	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base + 1);
 	KUNIT_EXPECT_EQ(test, map0->nrpages, 1);
@@ -263,7 +263,7 @@ static void sf_test_release_detaches_all(struct kunit *test)
 
 	for (i = 0; i < SF_TEST_FILES; i++)
 		KUNIT_ASSERT_EQ(test, sf_test_add(folio, sf_test_map(test, i), i), 0);
-	KUNIT_EXPECT_TRUE(test, shared_folio_release(folio));
+	KUNIT_EXPECT_TRUE(test, sf_folio_release(folio));
 	KUNIT_EXPECT_FALSE(test, folio_test_private(folio));
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.reclaims), SF_TEST_FILES);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.folios), 0);
@@ -401,7 +401,7 @@ static int sf_test_release_fn(void *data)
 	struct sf_test_releaser *r = data;
 
 	folio_lock(r->folio);
-	r->released = shared_folio_release(r->folio);
+	r->released = sf_folio_release(r->folio);
 	folio_unlock(r->folio);
 	complete(&r->done);
 	return 0;
@@ -446,7 +446,7 @@ static void sf_test_release_with_locked_aliases(struct kunit *test)
 	if (!finished)
 		wait_for_completion(&r.done);
 	KUNIT_EXPECT_FALSE(test, r.released);
-	KUNIT_EXPECT_EQ(test, shared_folio_nr_aliases(folio), 2);
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 2);
 	KUNIT_EXPECT_EQ(test, sf_test_map(test, 2)->nrpages, 0);
 	folio_put(a0);
 	folio_put(a1);
@@ -538,7 +538,7 @@ static void sf_test_alias_accounting(struct kunit *test)
 		folio_unlock(folio);
 		KUNIT_EXPECT_NULL(test, pa.alias);
 		KUNIT_EXPECT_NOT_NULL(test, pa.sf);	/* already attached */
-		KUNIT_EXPECT_EQ(test, shared_folio_nr_aliases(folio), 2);
+		KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 2);
 		shared_folio_prealloc_free(&pa);
 		KUNIT_EXPECT_NULL(test, pa.sf);
 	}
@@ -707,7 +707,7 @@ static void sf_test_rmap_walks_aliases(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sf_test_touch(a0 + 7 * PAGE_SIZE), 0x3c);
 	KUNIT_EXPECT_EQ(test, sf_test_touch(a1 + 2 * PAGE_SIZE), 0x3c);
 	KUNIT_EXPECT_EQ(test, folio_mapcount(folio), 2);
-	new = shared_folio_unshare(map0, alias0, GFP_KERNEL);
+	new = sf_alias_unshare(map0, alias0, GFP_KERNEL);
 	KUNIT_ASSERT_FALSE(test, IS_ERR_OR_NULL(new));
 	KUNIT_EXPECT_EQ(test, folio_mapcount(folio), 1);
 	KUNIT_EXPECT_EQ(test, sf_test_touch(a0 + 7 * PAGE_SIZE), 0x3c);
@@ -721,7 +721,7 @@ static void sf_test_rmap_walks_aliases(struct kunit *test)
 	/* Truncating file 1 zaps its PTE before its alias goes. */
 	truncate_inode_pages(map1, 0);
 	KUNIT_EXPECT_FALSE(test, folio_mapped(folio));
-	KUNIT_EXPECT_EQ(test, shared_folio_nr_aliases(folio), 1);
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 1);
 
 	vm_munmap(a0, SF_TEST_PAGES << PAGE_SHIFT);
 	vm_munmap(a1, SF_TEST_PAGES << PAGE_SHIFT);

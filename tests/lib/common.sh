@@ -5,6 +5,10 @@
 # output goes to a log that the runner shows when it fails.
 
 SF_ROOT=${SF_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+# The C programs of tests/progs/, built on the host (tests/run runs their
+# one build, make -C tests/progs) into the repository, which the guest shares.
+# shellcheck disable=SC2034 # read by the cases
+SF_PROGS=$SF_ROOT/build/progs
 SCRATCH_MNT=${SCRATCH_MNT:-/mnt/scratch}
 
 skip() { echo "SKIP: $*"; exit 77; }

@@ -1,4 +1,4 @@
-# tests/lib/mmap.sh: processes that map files (tests/sfx/maptouch.c), for
+# tests/lib/mmap.sh: processes that map files (tests/progs/maptouch.c), for
 # guest cases; sourced after common.sh.
 #
 #   mapper I FILE [-P]   start mapper I: it maps FILE, touches every page
@@ -11,12 +11,12 @@
 #   mapper_stop_all      SIGTERM every mapper, and wait for them
 #   audit_expect PTES    the debugfs audit: no mismatch, PTES PTEs in all
 
-MT=$SF_ROOT/build/maptouch
+MT=$SF_PROGS/maptouch
 AUDIT=/sys/kernel/debug/shared_folio/audit
 declare -a MAPPER=()
 
 require_maptouch() {
-	[ -x "$MT" ] || skip "build/maptouch not built (tests/run builds it on the host)"
+	[ -x "$MT" ] || skip "build/progs/maptouch not built (tests/run builds it on the host)"
 	[ -d /sys/kernel/debug/shared_folio ] || mount -t debugfs none /sys/kernel/debug 2>/dev/null
 	[ -r "$AUDIT" ] || fail "no $AUDIT in a kernel with shared folios"
 	rm -f /tmp/mapper.*

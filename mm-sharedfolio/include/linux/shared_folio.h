@@ -2,60 +2,21 @@
 /*
  * Shared folios: one physical folio, several per-inode alias folios.
  *
+ * The interface for a filesystem that shares extents, and the test for an
+ * alias that code outside mm needs.  What only mm calls is in
+ * mm/shared_folio_internal.h.
+ *
  * Conventions (also in mm/shared_folio.c): "folio" is always the physical
  * folio, an ordinary page-cache folio of the filesystem's hidden extent
  * cache; "alias" is a per-(mapping, index) struct folio allocated outside
- * the memmap that describes the same memory.
+ * the memmap that describes the same memory.  The filesystem interface is
+ * named shared_folio_*(); what is internal to mm is sf_<object>_<verb>().
  */
 #ifndef _LINUX_SHARED_FOLIO_H
 #define _LINUX_SHARED_FOLIO_H
 
 #include <linux/mm.h>
-#include <linux/spinlock.h>
-#include <linux/list.h>
 #include <linux/jump_label.h>
-
-/*
- * Mapping shared folios (see "DOC: Mapping" in mm/shared_folio.c): a PTE
- * maps the physical page, never the alias, and counts in the physical
- * folio's mapcount; the reverse map reaches it through the aliases.
- * Declared in every configuration: the callers are guarded by
- * folio_is_sf_alias() or folio_is_sf_physical(), which are constant false
- * without CONFIG_SHARED_FOLIO.
- */
-struct rmap_walk_control;
-
-bool sf_alias_maybe_mapped(struct folio *alias);
-
-/*
- * Does @alias's page, in @mapping, extend past the file's EOF?  Its bytes
- * there are the extent's: another sharer's data, or what a truncate left on
- * disk, not zeros.  read() stops at EOF; a mapping would show them, so such
- * a page is never mapped (it gets a private copy, zeroed past EOF).
- */
-static inline bool sf_alias_past_eof(struct address_space *mapping,
-				     const struct folio *alias)
-{
-	return ((loff_t)alias->index << PAGE_SHIFT) + PAGE_SIZE >
-	       i_size_read(mapping->host);
-}
-
-/*
- * Does a read fault in @vma install a read-only PTE?  Only then may it map
- * a physical page: every write must fault first (private mappings COW;
- * shared writable ones need write notification, ->page_mkwrite).
- */
-static inline bool shared_folio_vma_maps(struct vm_area_struct *vma)
-{
-	return !pte_write(pfn_pte(0, READ_ONCE(vma->vm_page_prot)));
-}
-
-void shared_folio_rmap_walk(struct folio *folio, struct rmap_walk_control *rwc,
-			    bool locked);
-bool rmap_walk_file_mapping(struct folio *folio, struct address_space *mapping,
-			    pgoff_t pgoff_start, unsigned long nr_pages,
-			    struct rmap_walk_control *rwc, bool locked);
-vm_fault_t shared_folio_wp_fault(struct vm_fault *vmf, struct folio *folio);
 
 #ifdef CONFIG_SHARED_FOLIO
 
@@ -144,69 +105,16 @@ shared_folio_bytes_saved(const struct shared_folio_stats *stats)
 	return saved > 0 ? saved * PAGE_SIZE : 0;
 }
 
-/**
- * struct shared_folio - the shared-folio descriptor of a physical folio
- * @lock: protects @aliases and @nr_aliases (irq-safe: nests in the xa_lock)
- * @nr_aliases: number of aliases on @aliases
- * @aliases: the aliases currently in a mapping, linked by their page.lru
- * @stats: counters of the cache the folio belongs to
- *
- * Attached to the physical folio as folio->private (PG_private, one folio
- * reference) for as long as the folio is in its extent cache.
- */
-struct shared_folio {
-	spinlock_t lock;	/* see the kernel-doc above */
-	unsigned int nr_aliases;
-	struct list_head aliases;
-	struct shared_folio_stats *stats;
-};
-
-/**
- * struct sf_alias - an alias folio and what it needs beyond struct page
- * @page: the alias itself; order 0, so only the first struct page of a
- *        struct folio is ever touched (folio_test_large() is false).  An
- *        alias is never on an LRU, so @page.lru is its entry on the
- *        descriptor's list while it is in a mapping (sf_alias_linked()),
- *        and @page.rcu_head frees it a grace period after its last
- *        reference went
- * @pfn: the physical PFN; __page_to_pfn() reads it at (page + 1)
- * @lru: entry on the memcg-aware alias LRU while the alias is in a mapping,
- *       so that the memcg it is charged to can reclaim it
- * @sf: its descriptor while it is linked, NULL after; kept although the
- *      physical folio's ->private names it too, because a descriptor that
- *      shared_folio_free_descriptor() leaks (an alias it could not detach)
- *      is no longer ->private, and in the 8 bytes of padding that struct
- *      page's 16-byte alignment (HAVE_ALIGNED_STRUCT_PAGE) adds anyway
- *
- * 96 bytes.  Its physical folio is derived, pfn_folio(@pfn), on which it
- * holds a reference.  The alias shrinker marks the alias it is evicting
- * with PG_checked (an alias is never written, so no filesystem looks at
- * it), so that its removal is counted and traced as a reclaim.
- *
- * Lockless page-cache lookups (find_get_entry(), filemap_get_read_batch(),
- * next_uptodate_folio(), ...) may still hold a pointer to an alias that was
- * just removed from its mapping, and folio_try_get() it.  For a memmap
- * folio that is harmless because struct page is never freed; an alias is
- * slab memory, so it stays allocated with a zero refcount until every such
- * reader is gone.
- */
-struct sf_alias {
-	struct page page;
-	unsigned long pfn;
-	struct list_head lru;
-	struct shared_folio *sf;
-};
-
-/* __page_to_pfn() reads the PFN right after the alias's struct page. */
-static_assert(offsetof(struct sf_alias, pfn) == sizeof(struct page));
-/* One cache line and a half: struct page, PFN, LRU head, descriptor. */
-static_assert(sizeof(struct sf_alias) <= 96);
+struct shared_folio;	/* the descriptor: mm/shared_folio_internal.h */
+struct sf_alias;	/* an alias's allocation: the same */
 
 /*
- * An alias lives in the direct map (slab), which on x86_64 lies below the
- * vmemmap: the first test is the one __page_to_pfn() uses, and the only one
- * a memmap page ever reaches.  NULL, and a struct page copied to a stack or
- * to vmalloc space, are not aliases.
+ * An alias is a struct page allocated from slab, with the physical PFN in
+ * the word right after it, where __page_to_pfn() reads it (struct sf_alias,
+ * mm/shared_folio_internal.h).  It lives in the direct map, which on x86_64
+ * lies below the vmemmap: the first test is the one __page_to_pfn() uses,
+ * and the only one a memmap page ever reaches.  NULL, and a struct page
+ * copied to a stack or to vmalloc space, are not aliases.
  */
 static inline bool page_is_sf_alias(const struct page *page)
 {
@@ -221,25 +129,14 @@ static inline bool folio_is_sf_alias(const struct folio *folio)
 	return page_is_sf_alias(&folio->page);
 }
 
-static inline struct sf_alias *folio_sf_alias(const struct folio *alias)
-{
-	return container_of((struct page *)&alias->page, struct sf_alias, page);
-}
-
-/* The physical folio an alias describes. */
-static inline struct folio *sf_alias_physical(const struct folio *alias)
-{
-	return pfn_folio(folio_sf_alias(alias)->pfn);
-}
-
 /**
  * struct shared_folio_prealloc - allocations made before the folio lock
  * @sf: a descriptor for shared_folio_attach()
- * @alias: an alias for shared_folio_add_alias()
+ * @sfa: an alias's allocation for shared_folio_add_alias()
  */
 struct shared_folio_prealloc {
 	struct shared_folio *sf;
-	struct sf_alias *alias;
+	struct sf_alias *sfa;
 };
 
 void shared_folio_prealloc(struct shared_folio_prealloc *pa, gfp_t gfp);
@@ -251,12 +148,6 @@ struct shared_folio *shared_folio_attach(struct folio *folio,
 int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
 			   pgoff_t index, struct shared_folio_prealloc *pa,
 			   gfp_t gfp);
-unsigned int shared_folio_detach_aliases(struct folio *folio, bool sync);
-bool shared_folio_release(struct folio *folio);
-void shared_folio_invalidate(struct folio *folio, size_t offset, size_t len);
-struct folio *shared_folio_unshare(struct address_space *mapping,
-				   struct folio *alias, gfp_t gfp);
-unsigned int shared_folio_nr_aliases(struct folio *folio);
 unsigned long shared_folio_drop_behind(struct address_space *mapping,
 				       pgoff_t first, pgoff_t last);
 unsigned long shared_folio_detach_mapping(struct address_space *mapping);
@@ -268,8 +159,6 @@ static inline bool shared_folio_drop_behind_enabled(void)
 {
 	return static_branch_unlikely(&shared_folio_drop_behind_key);
 }
-void sf_alias_free(struct folio *alias);
-void sf_alias_unaccount(struct folio *alias);
 
 /*
  * May the reader of /proc/vmstat, /proc/zoneinfo or a node's vmstat (@file,
@@ -280,23 +169,6 @@ bool shared_folio_counters_visible(const struct file *file);
 
 /* The address space operations of every extent cache. */
 extern const struct address_space_operations shared_folio_aops;
-
-/* Is @folio a physical folio, in the extent cache of some filesystem? */
-static inline bool folio_is_sf_physical(const struct folio *folio)
-{
-	const struct address_space *mapping = READ_ONCE(folio->mapping);
-
-	return mapping && !((unsigned long)mapping & PAGE_MAPPING_FLAGS) &&
-	       mapping->a_ops == &shared_folio_aops;
-}
-
-/* folio_mapped() for a page-cache folio that may be an alias. */
-static inline bool sf_folio_mapped(struct folio *folio)
-{
-	if (folio_is_sf_alias(folio))
-		return sf_alias_maybe_mapped(folio);
-	return folio_mapped(folio);
-}
 
 #else /* !CONFIG_SHARED_FOLIO */
 
@@ -310,26 +182,7 @@ static inline bool folio_is_sf_alias(const struct folio *folio)
 	return false;
 }
 
-static inline struct folio *sf_alias_physical(const struct folio *alias)
-{
-	return NULL;
-}
-
 static inline bool shared_folio_drop_behind_enabled(void)
-{
-	return false;
-}
-
-static inline struct folio *shared_folio_unshare(struct address_space *mapping,
-						 struct folio *alias, gfp_t gfp)
-{
-	return alias;
-}
-
-static inline void sf_alias_free(struct folio *alias) { }
-static inline void sf_alias_unaccount(struct folio *alias) { }
-
-static inline bool folio_is_sf_physical(const struct folio *folio)
 {
 	return false;
 }
@@ -339,11 +192,5 @@ static inline bool shared_folio_counters_visible(const struct file *file)
 	return true;
 }
 
-static inline bool sf_folio_mapped(struct folio *folio)
-{
-	return folio_mapped(folio);
-}
-
 #endif /* CONFIG_SHARED_FOLIO */
-
 #endif /* _LINUX_SHARED_FOLIO_H */

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * pinro: a read-only long-term pin (FOLL_PIN | FOLL_LONGTERM, no
+ * gup-pin-ro: a read-only long-term pin (FOLL_PIN | FOLL_LONGTERM, no
  * FOLL_WRITE, as RDMA read-only memory regions or vfio take) of a page of a
  * MAP_SHARED file mapping must keep seeing the file: write() to the file
  * after pinning, then read the pinned page back.  Uses the kernel's
  * gup_test (CONFIG_GUP_TEST, /sys/kernel/debug/gup_test).
  *
- * Usage: pinro [-f] FILE    (-f: pin_user_pages_fast())
+ * Usage: gup-pin-ro [-f] FILE    (-f: pin_user_pages_fast())
  * Prints "pfn before B pinned P; the pinned page sees the write: yes|no".
  * Exit: 0 coherent, 1 not, 2 setup error.
  */
@@ -54,7 +54,7 @@ int main(int argc, char **argv)
 	int fd, wfd, g;
 
 	if (argc < 2)
-		return fprintf(stderr, "usage: pinro [-f] FILE\n"), 2;
+		return fprintf(stderr, "usage: gup-pin-ro [-f] FILE\n"), 2;
 	fd = open(file, O_RDONLY);
 	wfd = open(file, O_WRONLY);
 	g = open("/sys/kernel/debug/gup_test", O_RDWR);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * sfuse: a minimal libfuse3 low-level passthrough of ONE backing file,
- * shown read-write as the regular file "f" in the root of the mount.
+ * fuse-splice-passthrough: a minimal libfuse3 low-level passthrough of ONE
+ * backing file, shown read-write as the regular file "f" in the root of the
+ * mount, that answers READs by splicing the backing file's pages with
+ * SPLICE_F_MOVE.
  *
  * It exists to drive the kernel's page-moving FUSE read path: the READ
  * handler answers with fuse_reply_data() on a buffer that names the backing
@@ -38,7 +40,8 @@
  * Single-threaded, foreground (fuse_session_loop); as root libfuse mounts
  * with mount(2) itself.  Ends when unmounted or on SIGINT/SIGTERM/SIGHUP.
  *
- * usage: sfuse [-k] [-d] [-o OPT[,OPT...]]... BACKINGFILE MOUNTPOINT
+ * usage: fuse-splice-passthrough [-k] [-d] [-o OPT[,OPT...]]...
+ *                                BACKINGFILE MOUNTPOINT
  *   -k  keep_cache=1 on open (default keep_cache=0)
  *   -d  libfuse debug output
  *   -o  mount options (max_read=N, fsname=..., allow_other, ...);
@@ -93,8 +96,8 @@ static void sf_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	/* libfuse 3.14 insists that this equals the max_read mount option. */
 	conn->max_read = max_read;
-	fprintf(stderr, "sfuse: splice_read %s, splice_write %s, splice_move %s, "
-		"max_read %u, keep_cache %d\n",
+	fprintf(stderr, "fuse-splice-passthrough: splice_read %s, splice_write %s, "
+		"splice_move %s, max_read %u, keep_cache %d\n",
 		conn->want & FUSE_CAP_SPLICE_READ ? "granted" : "NOT granted",
 		conn->want & FUSE_CAP_SPLICE_WRITE ? "granted" : "NOT granted",
 		conn->want & FUSE_CAP_SPLICE_MOVE ? "granted" : "NOT granted",
@@ -266,7 +269,8 @@ static const struct fuse_lowlevel_ops sf_ops = {
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: sfuse [-k] [-d] [-o OPT[,OPT...]]... BACKINGFILE MOUNTPOINT\n");
+	fprintf(stderr, "usage: fuse-splice-passthrough [-k] [-d] [-o OPT[,OPT...]]... "
+		"BACKINGFILE MOUNTPOINT\n");
 	exit(2);
 }
 
@@ -323,7 +327,8 @@ int main(int argc, char *argv[])
 
 	backing_fd = open(backing, O_RDWR);
 	if (backing_fd == -1) {
-		fprintf(stderr, "sfuse: open %s: %s\n", backing, strerror(errno));
+		fprintf(stderr, "fuse-splice-passthrough: open %s: %s\n", backing,
+			strerror(errno));
 		return 2;
 	}
 

@@ -227,6 +227,6 @@ int main(int argc, char **argv)
 		if (argc >= 4)
 			return pvw(argv[1], atoll(argv[2]), argv[3], private);
 	}
-	fprintf(stderr, "usage: see tests/sfx/tenant.c\n");
+	fprintf(stderr, "usage: see tests/progs/tenant.c\n");
 	return 1;
 }
