@@ -101,7 +101,7 @@
 #define BTRFS_SF_MAX_BATCH	256
 /*
  * Allocations under a physical folio lock, when the preallocation failed:
- * no reclaim, no memcg throttling (see btrfs_sf_populate_batch()).
+ * no reclaim, no memcg throttling (see btrfs_sf_install()).
  */
 #define BTRFS_SF_LOCKED_GFP	(GFP_NOWAIT | __GFP_NOWARN)
 
@@ -126,10 +126,10 @@ static struct inode *btrfs_sf_new_cache(struct btrfs_fs_info *fs_info)
 	inode->i_size = OFFSET_MAX;
 	inode->i_mapping->a_ops = &shared_folio_aops;
 	/*
-	 * Physical folios are user data: movable (migration detaches the
-	 * aliases through ->release_folio), subject to cpuset, charged to the
-	 * reader; never __GFP_FS, since populate runs under the file's extent
-	 * lock.
+	 * Physical folios are user data: movable (migration takes the
+	 * aliases along, see "DOC: Migration" in mm/shared_folio.c), subject
+	 * to cpuset, charged to the reader; never __GFP_FS, since populate
+	 * runs under the file's extent lock.
 	 */
 	mapping_set_gfp_mask(inode->i_mapping, GFP_HIGHUSER_MOVABLE & ~__GFP_FS);
 	/*
@@ -627,7 +627,7 @@ again:
 			return;
 		}
 	} else if (folio_test_uptodate(folio) || !folio_trylock(folio)) {
-		/* Cached, or being read by someone else: wait in phase 3. */
+		/* Cached, or being read by someone else: btrfs_sf_install() waits. */
 		item->folio = folio;
 		return;
 	} else if (folio_test_uptodate(folio) || folio->mapping != ec) {

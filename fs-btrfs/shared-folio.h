@@ -9,8 +9,6 @@
 struct btrfs_fs_info;
 struct btrfs_inode;
 struct btrfs_root;
-struct kiocb;
-struct iov_iter;
 
 #ifdef CONFIG_SHARED_FOLIO
 

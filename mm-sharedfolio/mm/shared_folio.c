@@ -49,9 +49,11 @@
  * Coding conventions in this file: "folio" is always the physical folio,
  * "alias" the per-inode struct folio, "a" the struct sf_alias around an
  * alias ("sfa" in a structure), "sf" the descriptor.  What a filesystem
- * calls is named shared_folio_*(), and the address space operations
- * shared_folio_<op>(); everything else is sf_<object>_<verb>(), the object
- * being the physical folio ("folio"), an alias or the descriptor.
+ * calls is named shared_folio_*(), as are the wrappers that adapt a
+ * function to an address space operation (shared_folio_<op>());
+ * everything else is sf_<object>_<verb>(), the object being the physical
+ * folio ("folio"), an alias or the descriptor.  Predicates follow mm's
+ * page_is_*() and folio_is_*() (folio_is_sf_alias()).
  */
 
 /**
@@ -160,7 +162,6 @@
 #include <linux/cred.h>
 #include <linux/shared_folio.h>
 #include "internal.h"
-#include "shared_folio_internal.h"
 
 #define CREATE_TRACE_POINTS
 #include <trace/events/shared_folio.h>
@@ -186,7 +187,7 @@ static struct lock_class_key sf_alias_lru_key;
 
 /*
  * Cap on aliases per physical folio, as KSM's max_page_sharing bounds its
- * rmap walks: detaching or (later) unmapping walks every alias.  Read
+ * rmap walks: detaching or unmapping walks every alias.  Read
  * without a lock; a new value applies to aliases added after it.
  * /sys/kernel/mm/shared_folio/max_sharing.
  */
@@ -199,6 +200,7 @@ static unsigned int max_sharing = 256;
  */
 DEFINE_STATIC_KEY_FALSE(shared_folio_drop_behind_key);
 EXPORT_SYMBOL_GPL(shared_folio_drop_behind_key);
+
 /* ==================== descriptor and aliases ==================== */
 
 static inline struct folio *sf_alias_to_folio(struct sf_alias *a)

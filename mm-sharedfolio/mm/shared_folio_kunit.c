@@ -530,13 +530,13 @@ static void sf_test_alias_accounting(struct kunit *test)
 		struct shared_folio_prealloc pa = { };
 
 		shared_folio_prealloc(&pa, GFP_KERNEL);
-		KUNIT_ASSERT_NOT_NULL(test, pa.alias);
+		KUNIT_ASSERT_NOT_NULL(test, pa.sfa);
 		KUNIT_ASSERT_NOT_NULL(test, pa.sf);
 		folio_lock(folio);
 		KUNIT_EXPECT_EQ(test, shared_folio_add_alias(folio, sf_test_map(test, 1),
 							     8, &pa, GFP_NOWAIT), 0);
 		folio_unlock(folio);
-		KUNIT_EXPECT_NULL(test, pa.alias);
+		KUNIT_EXPECT_NULL(test, pa.sfa);
 		KUNIT_EXPECT_NOT_NULL(test, pa.sf);	/* already attached */
 		KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 2);
 		shared_folio_prealloc_free(&pa);
