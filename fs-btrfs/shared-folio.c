@@ -39,7 +39,51 @@
  *
  * Locks: populate takes the file's invalidate lock (shared), then its
  * extent range lock, then physical folio locks; the rest of the order is
- * the mm's ("Lock order" in mm/shared_folio.c).
+ * the mm's ("Lock order" in mm/shared_folio.c).  Promotion (DOC: btrfs
+ * lazy sharing) only try-locks another file's folio and extent range.
+ */
+
+/**
+ * DOC: btrfs lazy sharing
+ *
+ * An extent that other files reference but only one file reads is read
+ * privately, as on a kernel without shared folios: no physical folio, no
+ * alias, no descriptor.  A snapshot of the root that nobody reads then
+ * costs the live files nothing but one record per extent they read.
+ *
+ * - The record (struct btrfs_sf_owner, in fs_info->sf_owners by the
+ *   extent's disk bytenr) names the first file that read the extent, by
+ *   subvolume, inode number and the file position of the extent's first
+ *   byte, and the trust domain it was read in.  Its reads of the extent
+ *   stay private (and the range is remembered as private, so later reads
+ *   skip the lookup).
+ * - When another file of the same domain reads the extent and the owner is
+ *   in memory, the record is marked shared; from then on every reader of
+ *   the extent goes through the extent cache.  For each page the second
+ *   file misses, the owner's cached folio is *promoted*
+ *   (shared_folio_promote()): moved into the extent cache without I/O or
+ *   a copy, the owner getting an alias in its place, its PTEs left as they
+ *   are, so the owner's processes keep mapping the same PFN.  Pages the
+ *   owner does not have are read into the extent cache.  An owner that is
+ *   not in memory any more hands the record to the reader.
+ * - Promotion takes nothing it would wait for: the owner's folio and its
+ *   extent range are try-locked (the reader holds its own extent range
+ *   lock and locked physical folios, the owner may be promoting from the
+ *   reader), and a busy page is read into the extent cache instead.
+ *   Under both locks the owner's extent map must still put that page at
+ *   that logical address, uncompressed: then a clean, uptodate folio holds
+ *   exactly that extent's data (a write dirties the folio under its lock;
+ *   writeback moves the data to a new extent first).
+ * - Stays private: a dirty or writeback folio (its data is not the
+ *   extent's), an mlocked one (the owner's mlock is its own), a DMA-pinned
+ *   one, one mapped writable or by a VMA that could write it, the page
+ *   holding EOF, and every folio of a mapping that has seen a writeback
+ *   error (its clean folios may hold data that never reached the disk).
+ * - A record for another domain is left alone: readers of other domains
+ *   share in their own caches as without lazy sharing.  Records go when
+ *   their extent is freed, and at umount.
+ * - /sys/fs/btrfs/<uuid>/shared_folio/lazy (1 by default) turns this off:
+ *   every read of a shared extent then goes through the extent cache.
  */
 
 /**
@@ -104,12 +148,27 @@
  * no reclaim, no memcg throttling (see btrfs_sf_install()).
  */
 #define BTRFS_SF_LOCKED_GFP	(GFP_NOWAIT | __GFP_NOWARN)
+/* Batches redone after waiting for a folio another task was promoting. */
+#define BTRFS_SF_BUSY_TRIES	16
 
 struct btrfs_sf_item {
 	pgoff_t index;		/* in the file */
 	u64 bytenr;		/* logical address of the page */
+	s64 owner_pos;		/* its position in the batch's owner, or -1 */
 	struct folio *folio;	/* physical, referenced */
 	bool read;		/* we submitted its read */
+};
+
+/*
+ * Who read an extent first (DOC: btrfs lazy sharing).  Read and written
+ * under fs_info->sf_owners' lock.
+ */
+struct btrfs_sf_owner {
+	u64 root;		/* subvolume id */
+	u64 ino;
+	s64 base;		/* file position of the extent's first byte */
+	u32 domain;		/* trust domain it was read in */
+	bool shared;		/* a second file read it: use the extent cache */
 };
 
 /* A new extent cache: the one of domain 0, or of another domain. */
@@ -160,13 +219,31 @@ int btrfs_sf_init(struct btrfs_fs_info *fs_info)
 
 	xa_init(&fs_info->sf_caches);
 	xa_init(&fs_info->sf_subvol_domain);
+	xa_init(&fs_info->sf_owners);
+	xa_init(&fs_info->sf_snap_src);
 	mutex_init(&fs_info->sf_domain_mutex);
 	inode = btrfs_sf_new_cache(fs_info);
 	if (!inode)
 		return -ENOMEM;
 	fs_info->sf_inode = inode;
 	fs_info->sf_enabled = true;
+	fs_info->sf_lazy = true;
 	return 0;
+}
+
+/* Forget the records of the extents starting in [@first, @last]. */
+static void btrfs_sf_forget_owners(struct btrfs_fs_info *fs_info,
+				   unsigned long first, unsigned long last)
+{
+	struct btrfs_sf_owner *o;
+	unsigned long key;
+
+	xa_lock(&fs_info->sf_owners);
+	xa_for_each_range(&fs_info->sf_owners, key, o, first, last) {
+		__xa_erase(&fs_info->sf_owners, key);
+		kfree(o);
+	}
+	xa_unlock(&fs_info->sf_owners);
 }
 
 void btrfs_sf_exit(struct btrfs_fs_info *fs_info)
@@ -181,6 +258,9 @@ void btrfs_sf_exit(struct btrfs_fs_info *fs_info)
 		btrfs_sf_free_cache(inode);
 	xa_destroy(&fs_info->sf_caches);
 	xa_destroy(&fs_info->sf_subvol_domain);
+	btrfs_sf_forget_owners(fs_info, 0, ULONG_MAX);
+	xa_destroy(&fs_info->sf_owners);
+	xa_destroy(&fs_info->sf_snap_src);
 	btrfs_sf_free_cache(fs_info->sf_inode);
 	fs_info->sf_inode = NULL;
 }
@@ -332,6 +412,10 @@ void btrfs_sf_subvol_created(struct btrfs_root *parent, struct btrfs_root *src,
 
 	if (!fs_info->sf_inode)
 		return;
+	/* Where pages cached before the snapshot are (DOC: btrfs lazy sharing). */
+	if (src)
+		xa_store(&fs_info->sf_snap_src, btrfs_root_id(root),
+			 xa_mk_value(btrfs_root_id(src)), GFP_KERNEL);
 	domain = btrfs_sf_domain(fs_info, btrfs_root_id(parent));
 	if (!domain && src)
 		domain = btrfs_sf_domain(fs_info, btrfs_root_id(src));
@@ -458,7 +542,9 @@ static bool btrfs_sf_known_private(struct btrfs_inode *inode, u64 start, u64 end
 /**
  * btrfs_sf_note_remap() - a clone or dedupe is about to share extents
  * @src: the source inode
+ * @off: the source position
  * @dst: the destination inode
+ * @destoff: the destination position
  *
  * From now on reads of either consider sharing again, whatever was
  * decided before.  Called with both inodes' i_rwsem and i_mmap_lock held,
@@ -468,8 +554,15 @@ static bool btrfs_sf_known_private(struct btrfs_inode *inode, u64 start, u64 end
  * the range removes what it installed) or after; the flag it may miss
  * only costs sharing until the next read.
  */
-void btrfs_sf_note_remap(struct btrfs_inode *src, struct btrfs_inode *dst)
+void btrfs_sf_note_remap(struct btrfs_inode *src, u64 off,
+			 struct btrfs_inode *dst, u64 destoff)
 {
+	/* Where pages cached before the clone may be (DOC: btrfs lazy sharing). */
+	if (src != dst) {
+		WRITE_ONCE(dst->sf_src_ino, btrfs_ino(src));
+		WRITE_ONCE(dst->sf_src_delta, (s64)off - (s64)destoff);
+		WRITE_ONCE(dst->sf_src_root, btrfs_root_id(src->root));
+	}
 	set_bit(BTRFS_INODE_SF_REMAPPED, &src->runtime_flags);
 	set_bit(BTRFS_INODE_SF_REMAPPED, &dst->runtime_flags);
 	btrfs_sf_set_private(src, 0, 0);
@@ -593,14 +686,83 @@ static void btrfs_sf_queue_read(struct btrfs_fs_info *fs_info, struct btrfs_sf_b
 }
 
 /*
+ * Promote @owner's private folio at file position @pos, whose data lives
+ * at logical address @bytenr, to the physical folio of @bytenr in @cache
+ * (DOC: btrfs lazy sharing).  Nothing here waits: the caller holds the
+ * reader's extent range lock and physical folios locked for reads not yet
+ * submitted.  If another task holds the owner's folio (most likely another
+ * reader promoting it), *@busy gets a reference to it, unless it has one
+ * already: the caller waits for it with its own locks dropped and tries
+ * again, rather than reading the page from the disk.
+ *
+ * Return: the physical folio, referenced and unlocked; ERR_PTR(-EBUSY) if
+ * the owner's folio is locked; NULL if there is nothing to promote.
+ */
+static struct folio *btrfs_sf_promote(struct btrfs_inode *owner, u64 pos,
+				      struct inode *cache, u64 bytenr,
+				      struct folio **busy)
+{
+	struct btrfs_fs_info *fs_info = owner->root->fs_info;
+	struct address_space *mapping = owner->vfs_inode.i_mapping;
+	struct extent_state *cached_state = NULL;
+	u64 end = pos + PAGE_SIZE - 1;
+	struct extent_map *em;
+	struct folio *folio;
+	bool ok = false;
+
+	folio = filemap_get_folio(mapping, pos >> PAGE_SHIFT);
+	if (IS_ERR(folio))
+		return NULL;
+	if (folio_is_sf_alias(folio))
+		goto put;
+	if (!folio_trylock(folio)) {
+		if (*busy)
+			folio_put(folio);
+		else
+			*busy = folio;
+		return ERR_PTR(-EBUSY);
+	}
+	/* The page holding EOF may differ from the disk past EOF. */
+	if (folio->mapping != mapping || !folio_test_uptodate(folio) ||
+	    folio_test_dirty(folio) || folio_test_writeback(folio) ||
+	    folio_test_ordered(folio) || errseq_check(&mapping->wb_err, 0) ||
+	    pos + PAGE_SIZE > i_size_read(&owner->vfs_inode) ||
+	    !btrfs_try_lock_extent(&owner->io_tree, pos, end, &cached_state))
+		goto unlock;
+	em = btrfs_get_extent(owner, NULL, pos, PAGE_SIZE);
+	if (!IS_ERR(em)) {
+		ok = btrfs_sf_em_eligible(em) &&
+		     btrfs_extent_map_block_start(em) + (pos - em->start) == bytenr;
+		btrfs_free_extent_map(em);
+	}
+	if (ok) {
+		clear_folio_extent_mapped(folio);
+		ok = !shared_folio_promote(folio, cache->i_mapping,
+					   bytenr >> PAGE_SHIFT, &fs_info->sf_stats,
+					   NULL, BTRFS_SF_LOCKED_GFP);
+		if (!ok)
+			set_folio_extent_mapped(folio);
+	}
+	btrfs_unlock_extent(&owner->io_tree, pos, end, &cached_state);
+unlock:
+	folio_unlock(folio);
+	if (ok)
+		return folio;
+put:
+	folio_put(folio);
+	return NULL;
+}
+
+/*
  * Find or create the physical folio for @item->bytenr; submit its read if
  * it is not uptodate and nobody else is reading it.  @mark sets the
  * readahead marker on a folio we read: the reader reaching it starts the
  * next asynchronous window.
  */
 static void btrfs_sf_get_physical(struct btrfs_inode *inode, struct inode *cache,
-				  struct btrfs_sf_bio *sb,
-				  struct btrfs_sf_item *item, bool mark)
+				  struct btrfs_sf_bio *sb, struct btrfs_inode *owner,
+				  struct folio **busy, struct btrfs_sf_item *item,
+				  bool mark)
 {
 	struct btrfs_fs_info *fs_info = inode->root->fs_info;
 	struct address_space *ec = cache->i_mapping;
@@ -610,6 +772,19 @@ static void btrfs_sf_get_physical(struct btrfs_inode *inode, struct inode *cache
 
 again:
 	folio = filemap_get_folio(ec, ecidx);
+	if (IS_ERR(folio) && owner && item->owner_pos >= 0) {
+		/* The first reader's cached copy, if it can be had. */
+		folio = btrfs_sf_promote(owner, item->owner_pos, cache,
+					 item->bytenr, busy);
+		/* Being promoted by another reader: wait, then look again. */
+		if (folio == ERR_PTR(-EBUSY))
+			return;
+		if (folio) {
+			item->folio = folio;
+			return;
+		}
+		folio = ERR_PTR(-ENOENT);
+	}
 	if (IS_ERR(folio)) {
 		/*
 		 * As readahead allocates: earlier folios of the batch are locked
@@ -650,7 +825,188 @@ struct btrfs_sf_batch {
 	bool read;		/* a waited-for page was read from disk */
 	pgoff_t marker;		/* a waited-for page carried the marker */
 	bool marked;
+	/* The first reader of an extent of this batch, for promotion. */
+	struct btrfs_inode *owner;
+	/* Its folio that another task held locked (btrfs_sf_promote()). */
+	struct folio *busy;
 };
+
+/* The record of @inode reading @em. */
+static struct btrfs_sf_owner btrfs_sf_me(struct btrfs_inode *inode,
+					 const struct extent_map *em)
+{
+	struct btrfs_root *root = inode->root;
+
+	return (struct btrfs_sf_owner) {
+		.root = btrfs_root_id(root),
+		.ino = btrfs_ino(inode),
+		.base = (s64)em->start - (s64)em->offset,
+		.domain = btrfs_sf_domain(root->fs_info, btrfs_root_id(root)),
+	};
+}
+
+static bool btrfs_sf_same_owner(const struct btrfs_sf_owner *a,
+				const struct btrfs_sf_owner *b)
+{
+	return a->root == b->root && a->ino == b->ino && a->base == b->base;
+}
+
+/*
+ * The owner's inode if it is in memory, referenced (release it with
+ * btrfs_add_delayed_iput()); never waits for an inode being read or
+ * evicted.
+ */
+static struct btrfs_inode *btrfs_sf_owner_inode(struct btrfs_fs_info *fs_info,
+						const struct btrfs_sf_owner *o)
+{
+	struct btrfs_inode *inode;
+	struct btrfs_root *root;
+	bool is_new;
+
+	root = btrfs_get_fs_root(fs_info, o->root, true);
+	if (IS_ERR(root))
+		return NULL;
+	xa_lock(&root->inodes);
+	inode = xa_load(&root->inodes, o->ino);
+	if (inode && !igrab(&inode->vfs_inode))
+		inode = NULL;
+	xa_unlock(&root->inodes);
+	btrfs_put_root(root);
+	if (!inode)
+		return NULL;
+	spin_lock(&inode->vfs_inode.i_lock);
+	is_new = inode->vfs_inode.i_state & I_NEW;
+	spin_unlock(&inode->vfs_inode.i_lock);
+	if (is_new || !btrfs_sf_inode_eligible(inode)) {
+		btrfs_add_delayed_iput(inode);
+		return NULL;
+	}
+	return inode;
+}
+
+/*
+ * With no record of @em's extent, the file that may have cached it before
+ * it was shared: the one @inode was last cloned from, or the same inode
+ * of the subvolume @inode's is a snapshot of.  Promotion checks that its
+ * extent map agrees, page by page.
+ */
+static bool btrfs_sf_candidate(struct btrfs_inode *inode,
+			       const struct btrfs_sf_owner *me,
+			       struct btrfs_sf_owner *cand)
+{
+	struct btrfs_fs_info *fs_info = inode->root->fs_info;
+	u64 src_root = READ_ONCE(inode->sf_src_root);
+	void *entry;
+
+	*cand = *me;
+	if (src_root) {
+		cand->root = src_root;
+		cand->ino = READ_ONCE(inode->sf_src_ino);
+		cand->base += READ_ONCE(inode->sf_src_delta);
+	} else {
+		entry = xa_load(&fs_info->sf_snap_src, me->root);
+		if (!entry)
+			return false;
+		cand->root = xa_to_value(entry);
+	}
+	cand->domain = btrfs_sf_domain(fs_info, cand->root);
+	return cand->domain == me->domain;
+}
+
+/*
+ * Does @owner cache a page of [@start, @start + @len) of the extent whose
+ * first byte is at @base in it?
+ */
+static bool btrfs_sf_owner_cached(struct btrfs_inode *owner, s64 base,
+				  u64 start, u64 len)
+{
+	s64 pos = max_t(s64, base + (s64)start, 0);
+	s64 end = base + (s64)(start + len) - 1;
+
+	return end >= pos && filemap_range_has_page(owner->vfs_inode.i_mapping,
+						    pos, end);
+}
+
+/*
+ * Should @inode read the shared extent of @em through the extent cache
+ * (true), or privately, being its only reader (false)?  Records the first
+ * reader, and marks the extent shared when a second file reads it while
+ * the first is in memory; that file becomes @b's owner, whose folios the
+ * batch may promote (DOC: btrfs lazy sharing).  Anything uncertain (no
+ * memory for the record) shares.
+ */
+static bool btrfs_sf_claim(struct btrfs_inode *inode, const struct extent_map *em,
+			   struct btrfs_sf_batch *b, bool *from_owner,
+			   s64 *owner_base)
+{
+	struct btrfs_fs_info *fs_info = inode->root->fs_info;
+	struct btrfs_sf_owner me = btrfs_sf_me(inode, em), cur;
+	unsigned long key = em->disk_bytenr >> PAGE_SHIFT;
+	struct btrfs_sf_owner *o;
+	struct btrfs_inode *owner;
+
+	if (!READ_ONCE(fs_info->sf_lazy))
+		return true;
+	xa_lock(&fs_info->sf_owners);
+	o = xa_load(&fs_info->sf_owners, key);
+	if (o)
+		cur = *o;
+	xa_unlock(&fs_info->sf_owners);
+	if (!o) {
+		owner = NULL;
+		/* Cached before it was shared: that file owns it, shared. */
+		if (!b->owner && btrfs_sf_candidate(inode, &me, &cur)) {
+			owner = btrfs_sf_owner_inode(fs_info, &cur);
+			if (owner && !btrfs_sf_owner_cached(owner, cur.base,
+							    em->offset, em->len)) {
+				btrfs_add_delayed_iput(owner);
+				owner = NULL;
+			}
+		}
+		o = kmalloc(sizeof(*o), GFP_NOFS | __GFP_ACCOUNT);
+		if (o) {
+			*o = owner ? cur : me;
+			o->shared = !!owner;
+			if (xa_insert(&fs_info->sf_owners, key, o, GFP_NOFS)) {
+				kfree(o);
+				o = NULL;
+			}
+		}
+		if (owner) {
+			b->owner = owner;
+			*from_owner = true;
+			*owner_base = cur.base;
+			return true;
+		}
+		return !o;
+	}
+	if (cur.domain != me.domain)
+		return true;
+	if (!cur.shared && btrfs_sf_same_owner(&cur, &me))
+		return false;
+	/* One owner a batch: the pages of another owner's extent are read. */
+	if (b->owner && (btrfs_root_id(b->owner->root) != cur.root ||
+			 btrfs_ino(b->owner) != cur.ino))
+		return true;
+	owner = b->owner ? b->owner : btrfs_sf_owner_inode(fs_info, &cur);
+	xa_lock(&fs_info->sf_owners);
+	o = xa_load(&fs_info->sf_owners, key);
+	if (o && btrfs_sf_same_owner(o, &cur) && o->domain == cur.domain) {
+		if (owner)
+			o->shared = true;
+		else if (!o->shared)
+			*o = me;	/* the owner is gone: the reader takes over */
+	}
+	xa_unlock(&fs_info->sf_owners);
+	if (!owner)
+		return cur.shared;
+	/* The owner's own reads of the extent now go through the cache. */
+	btrfs_sf_set_private(owner, 0, 0);
+	b->owner = owner;
+	*from_owner = true;
+	*owner_base = cur.base;
+	return true;
+}
 
 /* Is page @index of @mapping in the page cache? */
 static bool btrfs_sf_cached(struct address_space *mapping, pgoff_t index)
@@ -666,19 +1022,22 @@ static bool btrfs_sf_cached(struct address_space *mapping, pgoff_t index)
  * (room for BTRFS_SF_MAX_BATCH) and returns how many.  Records the private
  * extents it meets, so that later reads skip them without a lookup.
  */
-static unsigned int btrfs_sf_collect(struct btrfs_inode *inode, pgoff_t first,
-				     pgoff_t last, struct btrfs_sf_item *items)
+static unsigned int btrfs_sf_collect(struct btrfs_inode *inode, struct inode *cache,
+				     pgoff_t first, pgoff_t last,
+				     struct btrfs_sf_batch *b)
 {
 	struct address_space *mapping = inode->vfs_inode.i_mapping;
 	u64 end = ((u64)(last + 1) << PAGE_SHIFT) - 1;
+	struct btrfs_sf_item *items = b->items;
 	unsigned int nr = 0;
 	pgoff_t idx = first;
 
 	while (idx <= last) {
 		u64 off = (u64)idx << PAGE_SHIFT;
 		struct extent_map *em;
+		bool share, from_owner;
 		pgoff_t em_last;
-		bool share;
+		s64 owner_base;
 
 		em = btrfs_get_extent(inode, NULL, off, end + 1 - off);
 		if (IS_ERR(em))
@@ -688,7 +1047,16 @@ static unsigned int btrfs_sf_collect(struct btrfs_inode *inode, pgoff_t first,
 			btrfs_free_extent_map(em);
 			break;
 		}
-		share = btrfs_sf_em_eligible(em) && btrfs_sf_em_shared(inode, em);
+		/*
+		 * A lazily private extent still uses what the extent cache
+		 * holds of it (shared before, or with lazy sharing off).
+		 */
+		from_owner = false;
+		share = btrfs_sf_em_eligible(em) && btrfs_sf_em_shared(inode, em) &&
+			(btrfs_sf_claim(inode, em, b, &from_owner, &owner_base) ||
+			 filemap_range_has_page(cache->i_mapping,
+						btrfs_extent_map_block_start(em),
+						btrfs_extent_map_block_start(em) + em->len - 1));
 		if (!share && em->disk_bytenr < EXTENT_MAP_LAST_BYTE) {
 			/* a run of private data extends the known private range */
 			if (READ_ONCE(inode->sf_private_end) == em->start &&
@@ -708,6 +1076,11 @@ static unsigned int btrfs_sf_collect(struct btrfs_inode *inode, pgoff_t first,
 			items[nr].index = idx;
 			items[nr].bytenr = btrfs_extent_map_block_start(em) +
 					   (((u64)idx << PAGE_SHIFT) - em->start);
+			items[nr].owner_pos = -1;
+			if (from_owner && owner_base +
+			    (s64)(items[nr].bytenr - em->disk_bytenr) >= 0)
+				items[nr].owner_pos = owner_base +
+					(s64)(items[nr].bytenr - em->disk_bytenr);
 			items[nr].folio = NULL;
 			items[nr].read = false;
 			nr++;
@@ -729,7 +1102,8 @@ static void btrfs_sf_read_physical(struct btrfs_inode *inode, struct inode *cach
 	unsigned int i;
 
 	for (i = 0; i < nr; i++) {
-		btrfs_sf_get_physical(inode, cache, &sb, &items[i], mark);
+		btrfs_sf_get_physical(inode, cache, &sb, b->owner, &b->busy,
+				      &items[i], mark);
 		if (items[i].read) {
 			b->misses++;
 			mark = false;
@@ -819,11 +1193,15 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 		return;
 	}
 	btrfs_lock_and_flush_ordered_range(inode, start, end, &cached_state);
-	nr = btrfs_sf_collect(inode, first, last, b->items);
+	nr = btrfs_sf_collect(inode, cache, first, last, b);
 	btrfs_sf_read_physical(inode, cache, b->items, nr, !wait, b);
 	btrfs_sf_install(inode, cache, b->items, nr, wait, b);
 	btrfs_unlock_extent(&inode->io_tree, start, end, &cached_state);
 	filemap_invalidate_unlock_shared(mapping);
+	if (b->owner) {
+		btrfs_add_delayed_iput(b->owner);
+		b->owner = NULL;
+	}
 }
 
 /**
@@ -855,7 +1233,7 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 	struct btrfs_fs_info *fs_info = inode->root->fs_info;
 	struct btrfs_sf_batch b = { };
 	pgoff_t first, last, idx, eof, ra;
-	unsigned int nofs;
+	unsigned int nofs, tries;
 	loff_t isize;
 
 	isize = i_size_read(&inode->vfs_inode);
@@ -889,6 +1267,20 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 			goto out;
 
 		btrfs_sf_populate_batch(inode, idx, batch_last, true, &b);
+		/*
+		 * Another task held a folio we would promote (another reader
+		 * promoting it, most likely): wait for it and do the batch
+		 * again.  Each wait is another task's progress; the bound
+		 * only keeps a reader that keeps losing from waiting long.
+		 */
+		for (tries = 0; b.busy; tries++) {
+			folio_wait_locked(b.busy);
+			folio_put(b.busy);
+			b.busy = NULL;
+			if (tries == BTRFS_SF_BUSY_TRIES || fatal_signal_pending(current))
+				break;
+			btrfs_sf_populate_batch(inode, idx, batch_last, true, &b);
+		}
 		if (batch_last == last)
 			break;
 		rcu_read_lock();
@@ -904,9 +1296,14 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 		ra = max(last + 1, b.marker + BTRFS_SF_WINDOW);
 	else if (b.read && (!first || btrfs_sf_cached(mapping, first - 1)))
 		ra = last + 1;
-	if (ra && ra <= eof && !fatal_signal_pending(current))
+	if (ra && ra <= eof && !fatal_signal_pending(current)) {
 		btrfs_sf_populate_batch(inode, ra,
 					min(eof, ra + BTRFS_SF_WINDOW - 1), false, &b);
+		if (b.busy) {
+			folio_put(b.busy);
+			b.busy = NULL;
+		}
+	}
 out:
 	memalloc_nofs_restore(nofs);
 	kfree(b.items);
@@ -1092,6 +1489,7 @@ void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info, u64 start, u64 len
 
 	if (!inode || !len)
 		return;
+	btrfs_sf_forget_owners(fs_info, lstart >> PAGE_SHIFT, lend >> PAGE_SHIFT);
 	btrfs_sf_invalidate_cache(inode, lstart, lend);
 	/* Every domain's: a cache made meanwhile has nothing of the range. */
 	xa_for_each(&fs_info->sf_caches, domain, inode)

@@ -18,7 +18,8 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count);
 ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to, ssize_t already_read);
 vm_fault_t btrfs_sf_filemap_fault(struct vm_fault *vmf);
 void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info, u64 start, u64 len);
-void btrfs_sf_note_remap(struct btrfs_inode *src, struct btrfs_inode *dst);
+void btrfs_sf_note_remap(struct btrfs_inode *src, u64 off,
+			 struct btrfs_inode *dst, u64 destoff);
 void btrfs_sf_dedupe_done(struct btrfs_inode *dst, u64 pos, u64 len);
 int btrfs_sf_set_domain(struct btrfs_fs_info *fs_info, u64 subvolid, u32 domain);
 u32 btrfs_sf_domain(struct btrfs_fs_info *fs_info, u64 subvolid);
@@ -42,8 +43,8 @@ static inline vm_fault_t btrfs_sf_filemap_fault(struct vm_fault *vmf)
 }
 static inline void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info,
 					     u64 start, u64 len) { }
-static inline void btrfs_sf_note_remap(struct btrfs_inode *src,
-				       struct btrfs_inode *dst) { }
+static inline void btrfs_sf_note_remap(struct btrfs_inode *src, u64 off,
+				       struct btrfs_inode *dst, u64 destoff) { }
 static inline void btrfs_sf_dedupe_done(struct btrfs_inode *dst, u64 pos,
 					u64 len) { }
 static inline void btrfs_sf_subvol_created(struct btrfs_root *parent,

@@ -278,6 +278,19 @@ void shared_folio_prealloc_free(struct shared_folio_prealloc *pa)
 }
 EXPORT_SYMBOL_GPL(shared_folio_prealloc_free);
 
+/* Attach @sf to locked @folio as its descriptor, with no aliases yet. */
+static void sf_descriptor_init(struct folio *folio, struct shared_folio *sf,
+			       struct shared_folio_stats *stats)
+{
+	spin_lock_init(&sf->lock);
+	sf->nr_aliases = 0;
+	INIT_LIST_HEAD(&sf->aliases);
+	sf->stats = stats;
+	atomic_long_inc(&stats->folios);
+	folio_attach_private(folio, sf);
+	node_stat_mod_folio(folio, NR_SHARED_FOLIO, 1);
+}
+
 /**
  * shared_folio_attach() - give a physical folio its shared-folio descriptor
  * @folio: locked folio in the filesystem's extent cache
@@ -307,13 +320,7 @@ struct shared_folio *shared_folio_attach(struct folio *folio,
 		if (!sf)
 			return NULL;
 	}
-	spin_lock_init(&sf->lock);
-	sf->nr_aliases = 0;
-	INIT_LIST_HEAD(&sf->aliases);
-	sf->stats = stats;
-	atomic_long_inc(&stats->folios);
-	folio_attach_private(folio, sf);
-	node_stat_mod_folio(folio, NR_SHARED_FOLIO, 1);
+	sf_descriptor_init(folio, sf, stats);
 	return sf;
 }
 EXPORT_SYMBOL_GPL(shared_folio_attach);
@@ -330,6 +337,53 @@ unsigned int sf_folio_nr_aliases(struct folio *folio)
 	struct shared_folio *sf = folio_get_private(folio);
 
 	return sf ? READ_ONCE(sf->nr_aliases) : 0;
+}
+
+/*
+ * Make @a an alias of @folio for (@mapping, @index): uptodate, clean, not
+ * on the LRU, holding a reference on @folio.  Not yet in @mapping.
+ */
+static struct folio *sf_alias_init(struct sf_alias *a, struct folio *folio,
+				   struct shared_folio *sf,
+				   struct address_space *mapping, pgoff_t index)
+{
+	struct folio *alias = sf_alias_to_folio(a);
+
+	a->page.flags = folio->flags & SF_ALIAS_LINKS;
+	set_page_count(&a->page, 1);
+	atomic_set(&a->page._mapcount, -1);
+	a->pfn = folio_pfn(folio);
+	INIT_LIST_HEAD(&a->page.lru);
+	a->sf = sf;
+	INIT_LIST_HEAD(&a->lru);
+	alias->mapping = mapping;
+	alias->index = index;
+	__folio_mark_uptodate(alias);
+	folio_get(folio);
+	return alias;
+}
+
+/*
+ * The alias just stored in its mapping joins its descriptor's list, the
+ * counters and the alias LRU.  Under the mapping's xa_lock: once that is
+ * dropped, the alias (unlocked, referenced only by the page cache) may be
+ * removed and freed.
+ */
+static void sf_alias_link(struct sf_alias *a, struct folio *folio)
+{
+	struct folio *alias = sf_alias_to_folio(a);
+	struct shared_folio *sf = a->sf;
+
+	spin_lock(&sf->lock);
+	list_add_tail(&a->page.lru, &sf->aliases);
+	++sf->nr_aliases;
+	spin_unlock(&sf->lock);
+	atomic_long_inc(&sf->stats->aliases);
+	__node_stat_mod_folio(folio, NR_SHARED_FOLIO_ALIAS, 1);
+	list_lru_add_obj(&sf_alias_lru, &a->lru);
+	trace_mm_filemap_add_to_page_cache(alias);
+	trace_shared_folio_share(alias->mapping, alias->index, a->pfn,
+				 sf->nr_aliases);
 }
 
 /**
@@ -353,7 +407,6 @@ int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
 {
 	XA_STATE(xas, &mapping->i_pages, index);
 	struct shared_folio *sf = folio_get_private(folio);
-	unsigned long pfn = folio_pfn(folio);
 	struct folio *alias;
 	struct sf_alias *a;
 	void *entry;
@@ -374,18 +427,7 @@ int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
 		if (!a)
 			return -ENOMEM;
 	}
-	a->page.flags = folio->flags & SF_ALIAS_LINKS;
-	set_page_count(&a->page, 1);
-	atomic_set(&a->page._mapcount, -1);
-	a->pfn = pfn;
-	INIT_LIST_HEAD(&a->page.lru);
-	a->sf = sf;
-	INIT_LIST_HEAD(&a->lru);
-	alias = sf_alias_to_folio(a);
-	alias->mapping = mapping;
-	alias->index = index;
-	__folio_mark_uptodate(alias);
-	folio_get(folio);
+	alias = sf_alias_init(a, folio, sf, mapping, index);
 
 	mapping_set_update(&xas, mapping);
 	do {
@@ -399,19 +441,7 @@ int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
 		if (xas_error(&xas))
 			goto unlock;
 		mapping->nrpages++;
-		spin_lock(&sf->lock);
-		list_add_tail(&a->page.lru, &sf->aliases);
-		++sf->nr_aliases;
-		spin_unlock(&sf->lock);
-		atomic_long_inc(&sf->stats->aliases);
-		__node_stat_mod_folio(folio, NR_SHARED_FOLIO_ALIAS, 1);
-		list_lru_add_obj(&sf_alias_lru, &a->lru);
-		/*
-		 * Under the xa_lock: once it is dropped, the alias (unlocked,
-		 * referenced only by the page cache) may be removed and freed.
-		 */
-		trace_mm_filemap_add_to_page_cache(alias);
-		trace_shared_folio_share(mapping, index, pfn, sf->nr_aliases);
+		sf_alias_link(a, folio);
 unlock:
 		xas_unlock_irq(&xas);
 	} while (xas_nomem(&xas, gfp));
@@ -425,6 +455,167 @@ unlock:
 	return 0;
 }
 EXPORT_SYMBOL_GPL(shared_folio_add_alias);
+
+/* ==================== promotion ==================== */
+
+/*
+ * May the PTEs that map @folio stay, as PTEs of a physical page?  Each VMA
+ * of its file at its index must install read-only PTEs (sf_vma_may_map())
+ * and hold no mlock (DOC: Sharers and tenants: an mlock stays the locker's
+ * own), and no PTE may be writable: folio_mkclean() write-protects the
+ * MAP_SHARED ones, as writeback does (MAP_PRIVATE PTEs of page-cache pages
+ * are read-only).  A PTE it finds writable or dirty means the data may be
+ * newer than the disk: @folio is then marked dirty and stays private.
+ */
+static bool sf_folio_may_promote_mapped(struct folio *folio)
+{
+	struct address_space *mapping = folio->mapping;
+	struct vm_area_struct *vma;
+	bool ok = true;
+
+	if (!i_mmap_trylock_read(mapping))
+		return false;
+	vma_interval_tree_foreach(vma, &mapping->i_mmap, folio->index,
+				  folio->index) {
+		if (!sf_vma_may_map(vma) || (vma->vm_flags & VM_LOCKED)) {
+			ok = false;
+			break;
+		}
+	}
+	i_mmap_unlock_read(mapping);
+	if (ok && folio_mkclean(folio)) {
+		folio_mark_dirty(folio);
+		ok = false;
+	}
+	return ok;
+}
+
+/*
+ * The step of shared_folio_promote() that cannot fail: @folio, already in
+ * @cache at @index and with its descriptor, leaves its file's slot to the
+ * alias @a, under the file's xa_lock.
+ */
+static void sf_folio_switch_to_cache(struct folio *folio,
+				     struct address_space *cache,
+				     pgoff_t index, struct sf_alias *a)
+{
+	struct address_space *mapping = folio->mapping;
+	XA_STATE(xas, &mapping->i_pages, folio->index);
+	struct folio *alias;
+
+	alias = sf_alias_init(a, folio, a->sf, mapping, folio->index);
+	folio_clear_readahead(folio);
+	mapping_set_update(&xas, mapping);
+	xas_lock_irq(&xas);
+	/* The folio lock keeps @folio in its slot. */
+	VM_WARN_ON_ONCE_FOLIO(xas_load(&xas) != folio, folio);
+	trace_mm_filemap_delete_from_page_cache(folio);
+	/* @cache's xarray reference is the file's, handed over. */
+	WRITE_ONCE(folio->mapping, cache);
+	folio->index = index;
+	trace_mm_filemap_add_to_page_cache(folio);
+	xas_store(&xas, alias);
+	sf_alias_link(a, folio);
+	xas_unlock_irq(&xas);
+}
+
+/**
+ * shared_folio_promote() - make a file's private folio a physical folio
+ * @folio: locked page-cache folio of a file, clean and uptodate
+ * @cache: the extent cache's mapping
+ * @index: the index of @folio's data in @cache
+ * @stats: @cache's counters
+ * @pa: preallocated descriptor and alias, used first; or NULL
+ * @gfp: allocation flags for what @pa lacks (only the reclaim bits)
+ *
+ * A file cached data privately before a second file shared its extent (a
+ * snapshot or reflink made later, or a first reader that read privately
+ * because nobody else did).  Instead of reading the data again, @folio
+ * itself moves, without I/O or a copy, into @cache at @index, and its
+ * file gets an alias of it in its place: one step under the file's
+ * xa_lock, so a lookup in the file finds the folio or the alias, never
+ * nothing.  The PFN stays: the file's PTEs of the page keep mapping it,
+ * and now lie in the alias's mapping at its index (DOC: Mapping).  The
+ * folio keeps its memcg charge, its LRU position and its NR_FILE_PAGES
+ * count; the file's nrpages is unchanged.
+ *
+ * The caller vouches that @folio holds the data of @index in @cache (for
+ * btrfs: the file's extent map, looked up under its extent range lock) and
+ * has taken away the filesystem's private data.  The lock of @folio keeps
+ * writers out: a buffered write, a ->page_mkwrite and a truncate take it,
+ * and a path that found @folio in the file before the switch finds
+ * ->mapping changed once it holds the lock, as after a truncate.  The
+ * slot in @cache is filled first: a lookup there meanwhile finds @folio
+ * with a foreign ->mapping and waits for its lock, like any other.
+ *
+ * Left private (-EBUSY): a dirty, writeback, mlocked, DMA-pinned, large
+ * or poisoned folio, one with private data, and one mapped where a PTE
+ * could not stay (sf_folio_may_promote_mapped()).
+ *
+ * Context: process context, @folio locked; no allocation with reclaim
+ * unless @gfp allows it.
+ * Return: 0, -EBUSY, -EEXIST if @cache has a folio at @index, -ENOMEM.
+ */
+int shared_folio_promote(struct folio *folio, struct address_space *cache,
+			 pgoff_t index, struct shared_folio_stats *stats,
+			 struct shared_folio_prealloc *pa, gfp_t gfp)
+{
+	struct address_space *mapping = folio->mapping;
+	struct shared_folio_prealloc local = { };
+	XA_STATE(cxas, &cache->i_pages, index);
+	struct shared_folio *sf;
+	struct sf_alias *a;
+	void *entry;
+	int ret = -EBUSY;
+
+	VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(folio), folio);
+	if (!mapping || mapping == cache || cache->a_ops != &shared_folio_aops ||
+	    folio_is_sf_alias(folio) || folio_is_sf_physical(folio) ||
+	    folio_test_large(folio) || !folio_test_uptodate(folio) ||
+	    folio_test_dirty(folio) || folio_test_writeback(folio) ||
+	    folio_test_mlocked(folio) || folio_test_private(folio) ||
+	    folio_test_hwpoison(folio) || folio_maybe_dma_pinned(folio))
+		return -EBUSY;
+	if (folio_mapped(folio) && !sf_folio_may_promote_mapped(folio))
+		return -EBUSY;
+
+	/* Everything that can fail comes before @folio enters @cache. */
+	if (!pa)
+		pa = &local;
+	shared_folio_prealloc(pa, gfp);
+	if (!pa->sf || !pa->sfa) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	mapping_set_update(&cxas, cache);
+	do {
+		xas_lock_irq(&cxas);
+		entry = xas_load(&cxas);
+		if (entry && !xa_is_value(entry))
+			xas_set_err(&cxas, -EEXIST);
+		else
+			xas_store(&cxas, folio);
+		if (!xas_error(&cxas))
+			cache->nrpages++;
+		xas_unlock_irq(&cxas);
+	} while (xas_nomem(&cxas, gfp & GFP_RECLAIM_MASK));
+	ret = xas_error(&cxas);
+	if (ret)
+		goto out;
+
+	sf = pa->sf;
+	pa->sf = NULL;
+	a = pa->sfa;
+	pa->sfa = NULL;
+	sf_descriptor_init(folio, sf, stats);
+	a->sf = sf;
+	sf_folio_switch_to_cache(folio, cache, index, a);
+	shared_folio_count_promotions(stats, 1);
+out:
+	shared_folio_prealloc_free(&local);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(shared_folio_promote);
 
 /*
  * Called by filemap_unaccount_folio() when any path removes an alias from

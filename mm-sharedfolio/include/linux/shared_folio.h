@@ -34,12 +34,15 @@
  *            or by the memcg-aware alias shrinker
  * @drops: aliases a read() evicted after copying from them (drop-behind,
  *         shared_folio_drop_behind())
+ * @promotions: private folios of a file made physical folios in place
+ *              (shared_folio_promote())
  *
  * The one place these are kept: the filesystem embeds it, keeps it alive
  * until its extent cache is empty, and reports it.  The two gauges
  * (@folios, @aliases) are kept by the mm core; the event counters are
  * updated only through the shared_folio_count_*() helpers, which also
- * count the system-wide vm events of /proc/vmstat (@drops has none).
+ * count the system-wide vm events of /proc/vmstat (@drops and @promotions
+ * have none).
  */
 struct shared_folio_stats {
 	atomic_long_t folios;
@@ -49,6 +52,7 @@ struct shared_folio_stats {
 	atomic_long_t unshares;
 	atomic_long_t reclaims;
 	atomic_long_t drops;
+	atomic_long_t promotions;
 };
 
 static inline void shared_folio_count_hits(struct shared_folio_stats *stats,
@@ -83,6 +87,12 @@ static inline void shared_folio_count_drops(struct shared_folio_stats *stats,
 					    unsigned long nr)
 {
 	atomic_long_add(nr, &stats->drops);
+}
+
+static inline void shared_folio_count_promotions(struct shared_folio_stats *stats,
+						 unsigned long nr)
+{
+	atomic_long_add(nr, &stats->promotions);
 }
 
 /**
@@ -148,6 +158,9 @@ struct shared_folio *shared_folio_attach(struct folio *folio,
 int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
 			   pgoff_t index, struct shared_folio_prealloc *pa,
 			   gfp_t gfp);
+int shared_folio_promote(struct folio *folio, struct address_space *cache,
+			 pgoff_t index, struct shared_folio_stats *stats,
+			 struct shared_folio_prealloc *pa, gfp_t gfp);
 unsigned long shared_folio_drop_behind(struct address_space *mapping,
 				       pgoff_t first, pgoff_t last);
 unsigned long shared_folio_detach_mapping(struct address_space *mapping);
