@@ -157,6 +157,7 @@ struct btrfs_sf_item {
 	s64 owner_pos;		/* its position in the batch's owner, or -1 */
 	struct folio *folio;	/* physical, referenced */
 	bool read;		/* we submitted its read */
+	bool promoted;		/* the owner's folio, promoted */
 };
 
 /*
@@ -687,8 +688,8 @@ static void btrfs_sf_queue_read(struct btrfs_fs_info *fs_info, struct btrfs_sf_b
 
 /*
  * Promote @owner's private folio at file position @pos, whose data lives
- * at logical address @bytenr, to the physical folio of @bytenr in @cache
- * (DOC: btrfs lazy sharing).  Nothing here waits: the caller holds the
+ * at logical address @bytenr, to the physical folio of @bytenr in @cache,
+ * the extent cache of the reader @inode (DOC: btrfs lazy sharing).  Nothing here waits: the caller holds the
  * reader's extent range lock and physical folios locked for reads not yet
  * submitted.  If another task holds the owner's folio (most likely another
  * reader promoting it), *@busy gets a reference to it, unless it has one
@@ -698,7 +699,8 @@ static void btrfs_sf_queue_read(struct btrfs_fs_info *fs_info, struct btrfs_sf_b
  * Return: the physical folio, referenced and unlocked; ERR_PTR(-EBUSY) if
  * the owner's folio is locked; NULL if there is nothing to promote.
  */
-static struct folio *btrfs_sf_promote(struct btrfs_inode *owner, u64 pos,
+static struct folio *btrfs_sf_promote(struct btrfs_inode *inode,
+				      struct btrfs_inode *owner, u64 pos,
 				      struct inode *cache, u64 bytenr,
 				      struct folio **busy)
 {
@@ -710,9 +712,32 @@ static struct folio *btrfs_sf_promote(struct btrfs_inode *owner, u64 pos,
 	struct folio *folio;
 	bool ok = false;
 
-	folio = filemap_get_folio(mapping, pos >> PAGE_SHIFT);
-	if (IS_ERR(folio))
+	/*
+	 * Truncation and hole punching of the owner stay out: they take one
+	 * of these exclusively, and truncate_inode_pages_range() relies on a
+	 * folio's index not changing while it waits for the folio lock.
+	 */
+	if (!filemap_invalidate_trylock_shared(mapping))
 		return NULL;
+	if (!down_read_trylock(&owner->i_mmap_lock)) {
+		filemap_invalidate_unlock_shared(mapping);
+		return NULL;
+	}
+	/*
+	 * Not into another trust domain's cache: a change of the owner's
+	 * domain sets it, then detaches the owner's aliases under its
+	 * invalidate lock, so either it sees this alias or we see the new
+	 * domain.  The reader's domain holds while it populates.
+	 */
+	folio = NULL;
+	if (btrfs_sf_domain(fs_info, btrfs_root_id(owner->root)) !=
+	    btrfs_sf_domain(fs_info, btrfs_root_id(inode->root)))
+		goto out;
+	folio = filemap_get_folio(mapping, pos >> PAGE_SHIFT);
+	if (IS_ERR(folio)) {
+		folio = NULL;
+		goto out;
+	}
 	if (folio_is_sf_alias(folio))
 		goto put;
 	if (!folio_trylock(folio)) {
@@ -720,7 +745,8 @@ static struct folio *btrfs_sf_promote(struct btrfs_inode *owner, u64 pos,
 			folio_put(folio);
 		else
 			*busy = folio;
-		return ERR_PTR(-EBUSY);
+		folio = ERR_PTR(-EBUSY);
+		goto out;
 	}
 	/* The page holding EOF may differ from the disk past EOF. */
 	if (folio->mapping != mapping || !folio_test_uptodate(folio) ||
@@ -747,10 +773,14 @@ static struct folio *btrfs_sf_promote(struct btrfs_inode *owner, u64 pos,
 unlock:
 	folio_unlock(folio);
 	if (ok)
-		return folio;
+		goto out;
 put:
 	folio_put(folio);
-	return NULL;
+	folio = NULL;
+out:
+	up_read(&owner->i_mmap_lock);
+	filemap_invalidate_unlock_shared(mapping);
+	return folio;
 }
 
 /*
@@ -774,13 +804,14 @@ again:
 	folio = filemap_get_folio(ec, ecidx);
 	if (IS_ERR(folio) && owner && item->owner_pos >= 0) {
 		/* The first reader's cached copy, if it can be had. */
-		folio = btrfs_sf_promote(owner, item->owner_pos, cache,
+		folio = btrfs_sf_promote(inode, owner, item->owner_pos, cache,
 					 item->bytenr, busy);
 		/* Being promoted by another reader: wait, then look again. */
 		if (folio == ERR_PTR(-EBUSY))
 			return;
 		if (folio) {
 			item->folio = folio;
+			item->promoted = true;
 			return;
 		}
 		folio = ERR_PTR(-ENOENT);
@@ -822,6 +853,7 @@ struct btrfs_sf_batch {
 	struct btrfs_sf_item *items;
 	unsigned long hits;
 	unsigned long misses;
+	unsigned long drops;
 	bool read;		/* a waited-for page was read from disk */
 	pgoff_t marker;		/* a waited-for page carried the marker */
 	bool marked;
@@ -829,6 +861,9 @@ struct btrfs_sf_batch {
 	struct btrfs_inode *owner;
 	/* Its folio that another task held locked (btrfs_sf_promote()). */
 	struct folio *busy;
+	/* The owner's indexes promoted, for drop-behind. */
+	pgoff_t promoted_first;
+	pgoff_t promoted_last;
 };
 
 /* The record of @inode reading @em. */
@@ -1083,6 +1118,7 @@ static unsigned int btrfs_sf_collect(struct btrfs_inode *inode, struct inode *ca
 					(s64)(items[nr].bytenr - em->disk_bytenr);
 			items[nr].folio = NULL;
 			items[nr].read = false;
+			items[nr].promoted = false;
 			nr++;
 		}
 		btrfs_free_extent_map(em);
@@ -1104,6 +1140,12 @@ static void btrfs_sf_read_physical(struct btrfs_inode *inode, struct inode *cach
 	for (i = 0; i < nr; i++) {
 		btrfs_sf_get_physical(inode, cache, &sb, b->owner, &b->busy,
 				      &items[i], mark);
+		if (items[i].promoted) {
+			pgoff_t idx = items[i].owner_pos >> PAGE_SHIFT;
+
+			b->promoted_first = min(b->promoted_first, idx);
+			b->promoted_last = max(b->promoted_last, idx);
+		}
 		if (items[i].read) {
 			b->misses++;
 			mark = false;
@@ -1192,16 +1234,26 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 		filemap_invalidate_unlock_shared(mapping);
 		return;
 	}
+	b->promoted_first = ULONG_MAX;
+	b->promoted_last = 0;
 	btrfs_lock_and_flush_ordered_range(inode, start, end, &cached_state);
 	nr = btrfs_sf_collect(inode, cache, first, last, b);
 	btrfs_sf_read_physical(inode, cache, b->items, nr, !wait, b);
 	btrfs_sf_install(inode, cache, b->items, nr, wait, b);
 	btrfs_unlock_extent(&inode->io_tree, start, end, &cached_state);
 	filemap_invalidate_unlock_shared(mapping);
-	if (b->owner) {
-		btrfs_add_delayed_iput(b->owner);
-		b->owner = NULL;
-	}
+	if (!b->owner)
+		return;
+	/*
+	 * With drop-behind the owner keeps no alias of what it read before
+	 * either, as if it had read through the extent cache.
+	 */
+	if (b->promoted_first <= b->promoted_last)
+		b->drops += shared_folio_drop_behind(b->owner->vfs_inode.i_mapping,
+						     b->promoted_first,
+						     b->promoted_last);
+	btrfs_add_delayed_iput(b->owner);
+	b->owner = NULL;
 }
 
 /**
@@ -1312,6 +1364,8 @@ out:
 		shared_folio_count_hits(&fs_info->sf_stats, b.hits);
 	if (b.misses)
 		shared_folio_count_misses(&fs_info->sf_stats, b.misses);
+	if (b.drops)
+		shared_folio_count_drops(&fs_info->sf_stats, b.drops);
 }
 
 /**

@@ -47,6 +47,16 @@ _scratch_mount() {
 	SCRATCH_DEV=$1
 	# Found once: running btrfs(8) later would grow the page cache (9p).
 	SCRATCH_SYSFS=$(btrfs_sysfs)
+	_scratch_knobs
+}
+
+# SF_LAZY=0: a case about what aliases do, with one reader, shares that
+# reader's reads too (lazy sharing off; it has its own cases, 117 and 118).
+# The knob is per mount: set again after every mount.
+_scratch_knobs() {
+	[ -n "${SF_LAZY:-}" ] && [ -f "$SCRATCH_SYSFS/shared_folio/lazy" ] &&
+		echo "$SF_LAZY" >"$SCRATCH_SYSFS/shared_folio/lazy"
+	return 0
 }
 
 # mkfs a btrfs on the n-th scratch disk and mount it on $SCRATCH_MNT.
@@ -78,6 +88,7 @@ scratch_cycle() {
 	umount "$SCRATCH_MNT" || fail "umount $SCRATCH_MNT"
 	mount -t btrfs ${SCRATCH_MOUNT_OPTS:+-o "$SCRATCH_MOUNT_OPTS"} "$SCRATCH_DEV" "$SCRATCH_MNT" ||
 		fail "remount $SCRATCH_DEV"
+	_scratch_knobs
 }
 
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
