@@ -148,8 +148,11 @@
  * no reclaim, no memcg throttling (see btrfs_sf_install()).
  */
 #define BTRFS_SF_LOCKED_GFP	(GFP_NOWAIT | __GFP_NOWARN)
-/* Batches redone after waiting for a folio another task was promoting. */
-#define BTRFS_SF_BUSY_TRIES	16
+/*
+ * Records of first readers (DOC: btrfs lazy sharing), 32 bytes each: at
+ * most 64 MiB.  Beyond, a shared extent nobody recorded is shared at once.
+ */
+#define BTRFS_SF_MAX_OWNERS	(2UL << 20)
 
 struct btrfs_sf_item {
 	pgoff_t index;		/* in the file */
@@ -220,7 +223,9 @@ int btrfs_sf_init(struct btrfs_fs_info *fs_info)
 
 	xa_init(&fs_info->sf_caches);
 	xa_init(&fs_info->sf_subvol_domain);
-	xa_init(&fs_info->sf_owners);
+	xa_init_flags(&fs_info->sf_owners, XA_FLAGS_ACCOUNT);
+	mutex_init(&fs_info->sf_promote_mutex);
+	atomic_long_set(&fs_info->sf_nr_owners, 0);
 	xa_init(&fs_info->sf_snap_src);
 	mutex_init(&fs_info->sf_domain_mutex);
 	inode = btrfs_sf_new_cache(fs_info);
@@ -239,12 +244,14 @@ static void btrfs_sf_forget_owners(struct btrfs_fs_info *fs_info,
 	struct btrfs_sf_owner *o;
 	unsigned long key;
 
-	xa_lock(&fs_info->sf_owners);
 	xa_for_each_range(&fs_info->sf_owners, key, o, first, last) {
-		__xa_erase(&fs_info->sf_owners, key);
-		kfree(o);
+		/* Readers copy a record under the lock: free it after. */
+		if (xa_erase(&fs_info->sf_owners, key) == o) {
+			kfree(o);
+			atomic_long_dec(&fs_info->sf_nr_owners);
+		}
+		cond_resched();
 	}
-	xa_unlock(&fs_info->sf_owners);
 }
 
 void btrfs_sf_exit(struct btrfs_fs_info *fs_info)
@@ -286,12 +293,13 @@ u32 btrfs_sf_domain(struct btrfs_fs_info *fs_info, u64 subvolid)
  * file's invalidate lock, which a change of its subvolume's domain waits
  * for.
  */
-static struct inode *btrfs_sf_cache(struct btrfs_inode *inode)
+static struct inode *btrfs_sf_cache(struct btrfs_inode *inode, u32 *domainp)
 {
 	struct btrfs_fs_info *fs_info = inode->root->fs_info;
 	u32 domain = btrfs_sf_domain(fs_info, btrfs_root_id(inode->root));
 	struct inode *cache;
 
+	*domainp = domain;
 	if (!domain)
 		return fs_info->sf_inode;
 	cache = xa_load(&fs_info->sf_caches, domain);
@@ -562,7 +570,8 @@ void btrfs_sf_note_remap(struct btrfs_inode *src, u64 off,
 	if (src != dst) {
 		WRITE_ONCE(dst->sf_src_ino, btrfs_ino(src));
 		WRITE_ONCE(dst->sf_src_delta, (s64)off - (s64)destoff);
-		WRITE_ONCE(dst->sf_src_root, btrfs_root_id(src->root));
+		/* Published last; btrfs_sf_candidate() reads it first. */
+		smp_store_release(&dst->sf_src_root, btrfs_root_id(src->root));
 	}
 	set_bit(BTRFS_INODE_SF_REMAPPED, &src->runtime_flags);
 	set_bit(BTRFS_INODE_SF_REMAPPED, &dst->runtime_flags);
@@ -686,23 +695,33 @@ static void btrfs_sf_queue_read(struct btrfs_fs_info *fs_info, struct btrfs_sf_b
 	sb->next_bytenr = bytenr + PAGE_SIZE;
 }
 
+struct btrfs_sf_batch {
+	struct btrfs_sf_item *items;
+	unsigned long hits;
+	unsigned long misses;
+	bool read;		/* a waited-for page was read from disk */
+	pgoff_t marker;		/* a waited-for page carried the marker */
+	bool marked;
+	bool wait;		/* installing, not the asynchronous window */
+	u32 domain;		/* the reader's, whose extent cache is used */
+	/* The first reader of an extent of this batch, for promotion. */
+	struct btrfs_inode *owner;
+};
+
 /*
  * Promote @owner's private folio at file position @pos, whose data lives
  * at logical address @bytenr, to the physical folio of @bytenr in @cache,
- * the extent cache of the reader @inode (DOC: btrfs lazy sharing).  Nothing here waits: the caller holds the
- * reader's extent range lock and physical folios locked for reads not yet
- * submitted.  If another task holds the owner's folio (most likely another
- * reader promoting it), *@busy gets a reference to it, unless it has one
- * already: the caller waits for it with its own locks dropped and tries
- * again, rather than reading the page from the disk.
+ * the extent cache of trust domain @domain (DOC: btrfs lazy sharing).
+ * Every lock of the owner is only try-locked: the caller holds the
+ * reader's extent range lock, and the owner may be promoting from the
+ * reader.  Called under fs_info->sf_promote_mutex, so that two readers
+ * never race for one folio: the loser's reference would fail the
+ * winner's refcount freeze, and both would read the disk instead.
  *
- * Return: the physical folio, referenced and unlocked; ERR_PTR(-EBUSY) if
- * the owner's folio is locked; NULL if there is nothing to promote.
+ * Return: the physical folio, referenced and unlocked, or NULL.
  */
-static struct folio *btrfs_sf_promote(struct btrfs_inode *inode,
-				      struct btrfs_inode *owner, u64 pos,
-				      struct inode *cache, u64 bytenr,
-				      struct folio **busy)
+static struct folio *btrfs_sf_promote(struct btrfs_inode *owner, u64 pos,
+				      struct inode *cache, u32 domain, u64 bytenr)
 {
 	struct btrfs_fs_info *fs_info = owner->root->fs_info;
 	struct address_space *mapping = owner->vfs_inode.i_mapping;
@@ -730,24 +749,15 @@ static struct folio *btrfs_sf_promote(struct btrfs_inode *inode,
 	 * domain.  The reader's domain holds while it populates.
 	 */
 	folio = NULL;
-	if (btrfs_sf_domain(fs_info, btrfs_root_id(owner->root)) !=
-	    btrfs_sf_domain(fs_info, btrfs_root_id(inode->root)))
+	if (btrfs_sf_domain(fs_info, btrfs_root_id(owner->root)) != domain)
 		goto out;
 	folio = filemap_get_folio(mapping, pos >> PAGE_SHIFT);
 	if (IS_ERR(folio)) {
 		folio = NULL;
 		goto out;
 	}
-	if (folio_is_sf_alias(folio))
+	if (folio_is_sf_alias(folio) || !folio_trylock(folio))
 		goto put;
-	if (!folio_trylock(folio)) {
-		if (*busy)
-			folio_put(folio);
-		else
-			*busy = folio;
-		folio = ERR_PTR(-EBUSY);
-		goto out;
-	}
 	/* The page holding EOF may differ from the disk past EOF. */
 	if (folio->mapping != mapping || !folio_test_uptodate(folio) ||
 	    folio_test_dirty(folio) || folio_test_writeback(folio) ||
@@ -761,13 +771,25 @@ static struct folio *btrfs_sf_promote(struct btrfs_inode *inode,
 		     btrfs_extent_map_block_start(em) + (pos - em->start) == bytenr;
 		btrfs_free_extent_map(em);
 	}
-	if (ok) {
+	/*
+	 * The owner's processes fault the page in again, through the alias
+	 * (shared_folio_promote() moves only an unmapped folio).  A dirty
+	 * PTE would dirty the folio here, which then stays private.  Not an
+	 * mlocked page: unmapping it would undo the owner's mlock.
+	 */
+	if (folio_test_mlocked(folio))
+		ok = false;
+	if (ok && folio_mapped(folio))
+		unmap_mapping_pages(mapping, folio->index, 1, false);
+	if (ok && !folio_mapped(folio) && !folio_test_dirty(folio)) {
 		clear_folio_extent_mapped(folio);
 		ok = !shared_folio_promote(folio, cache->i_mapping,
 					   bytenr >> PAGE_SHIFT, &fs_info->sf_stats,
-					   NULL, BTRFS_SF_LOCKED_GFP);
+					   BTRFS_SF_LOCKED_GFP);
 		if (!ok)
 			set_folio_extent_mapped(folio);
+	} else {
+		ok = false;
 	}
 	btrfs_unlock_extent(&owner->io_tree, pos, end, &cached_state);
 unlock:
@@ -790,9 +812,8 @@ out:
  * next asynchronous window.
  */
 static void btrfs_sf_get_physical(struct btrfs_inode *inode, struct inode *cache,
-				  struct btrfs_sf_bio *sb, struct btrfs_inode *owner,
-				  struct folio **busy, struct btrfs_sf_item *item,
-				  bool mark)
+				  struct btrfs_sf_bio *sb, struct btrfs_sf_batch *b,
+				  struct btrfs_sf_item *item, bool mark)
 {
 	struct btrfs_fs_info *fs_info = inode->root->fs_info;
 	struct address_space *ec = cache->i_mapping;
@@ -802,19 +823,32 @@ static void btrfs_sf_get_physical(struct btrfs_inode *inode, struct inode *cache
 
 again:
 	folio = filemap_get_folio(ec, ecidx);
-	if (IS_ERR(folio) && owner && item->owner_pos >= 0) {
-		/* The first reader's cached copy, if it can be had. */
-		folio = btrfs_sf_promote(inode, owner, item->owner_pos, cache,
-					 item->bytenr, busy);
-		/* Being promoted by another reader: wait, then look again. */
-		if (folio == ERR_PTR(-EBUSY))
-			return;
-		if (folio) {
-			item->folio = folio;
+	/*
+	 * The first reader's cached copy, if it can be had; not speculatively:
+	 * the asynchronous window leaves a page the owner has to the read
+	 * that needs it, rather than read it from the disk.
+	 */
+	if (IS_ERR(folio) && b->owner && item->owner_pos >= 0 && !b->wait &&
+	    filemap_range_has_page(b->owner->vfs_inode.i_mapping, item->owner_pos,
+				   item->owner_pos + PAGE_SIZE - 1))
+		return;
+	if (IS_ERR(folio) && b->owner && item->owner_pos >= 0 && b->wait) {
+		struct folio *promoted = NULL;
+
+		/* Readers of what this batch holds locked need not wait. */
+		btrfs_sf_submit(sb);
+		mutex_lock(&fs_info->sf_promote_mutex);
+		/* Another reader may have promoted it meanwhile. */
+		folio = filemap_get_folio(ec, ecidx);
+		if (IS_ERR(folio))
+			promoted = btrfs_sf_promote(b->owner, item->owner_pos, cache,
+						    b->domain, item->bytenr);
+		mutex_unlock(&fs_info->sf_promote_mutex);
+		if (promoted) {
+			item->folio = promoted;
 			item->promoted = true;
 			return;
 		}
-		folio = ERR_PTR(-ENOENT);
 	}
 	if (IS_ERR(folio)) {
 		/*
@@ -849,34 +883,16 @@ again:
 	btrfs_sf_queue_read(fs_info, sb, cache, folio, item->bytenr);
 }
 
-struct btrfs_sf_batch {
-	struct btrfs_sf_item *items;
-	unsigned long hits;
-	unsigned long misses;
-	unsigned long drops;
-	bool read;		/* a waited-for page was read from disk */
-	pgoff_t marker;		/* a waited-for page carried the marker */
-	bool marked;
-	/* The first reader of an extent of this batch, for promotion. */
-	struct btrfs_inode *owner;
-	/* Its folio that another task held locked (btrfs_sf_promote()). */
-	struct folio *busy;
-	/* The owner's indexes promoted, for drop-behind. */
-	pgoff_t promoted_first;
-	pgoff_t promoted_last;
-};
 
 /* The record of @inode reading @em. */
 static struct btrfs_sf_owner btrfs_sf_me(struct btrfs_inode *inode,
-					 const struct extent_map *em)
+					 const struct extent_map *em, u32 domain)
 {
-	struct btrfs_root *root = inode->root;
-
 	return (struct btrfs_sf_owner) {
-		.root = btrfs_root_id(root),
+		.root = btrfs_root_id(inode->root),
 		.ino = btrfs_ino(inode),
 		.base = (s64)em->start - (s64)em->offset,
-		.domain = btrfs_sf_domain(root->fs_info, btrfs_root_id(root)),
+		.domain = domain,
 	};
 }
 
@@ -930,7 +946,7 @@ static bool btrfs_sf_candidate(struct btrfs_inode *inode,
 			       struct btrfs_sf_owner *cand)
 {
 	struct btrfs_fs_info *fs_info = inode->root->fs_info;
-	u64 src_root = READ_ONCE(inode->sf_src_root);
+	u64 src_root = smp_load_acquire(&inode->sf_src_root);
 	void *entry;
 
 	*cand = *me;
@@ -975,7 +991,7 @@ static bool btrfs_sf_claim(struct btrfs_inode *inode, const struct extent_map *e
 			   s64 *owner_base)
 {
 	struct btrfs_fs_info *fs_info = inode->root->fs_info;
-	struct btrfs_sf_owner me = btrfs_sf_me(inode, em), cur;
+	struct btrfs_sf_owner me = btrfs_sf_me(inode, em, b->domain), cur;
 	unsigned long key = em->disk_bytenr >> PAGE_SHIFT;
 	struct btrfs_sf_owner *o;
 	struct btrfs_inode *owner;
@@ -987,6 +1003,8 @@ static bool btrfs_sf_claim(struct btrfs_inode *inode, const struct extent_map *e
 	if (o)
 		cur = *o;
 	xa_unlock(&fs_info->sf_owners);
+	if (!o && atomic_long_read(&fs_info->sf_nr_owners) >= BTRFS_SF_MAX_OWNERS)
+		return true;	/* as without lazy sharing */
 	if (!o) {
 		owner = NULL;
 		/* Cached before it was shared: that file owns it, shared. */
@@ -1005,6 +1023,8 @@ static bool btrfs_sf_claim(struct btrfs_inode *inode, const struct extent_map *e
 			if (xa_insert(&fs_info->sf_owners, key, o, GFP_NOFS)) {
 				kfree(o);
 				o = NULL;
+			} else {
+				atomic_long_inc(&fs_info->sf_nr_owners);
 			}
 		}
 		if (owner) {
@@ -1138,14 +1158,7 @@ static void btrfs_sf_read_physical(struct btrfs_inode *inode, struct inode *cach
 	unsigned int i;
 
 	for (i = 0; i < nr; i++) {
-		btrfs_sf_get_physical(inode, cache, &sb, b->owner, &b->busy,
-				      &items[i], mark);
-		if (items[i].promoted) {
-			pgoff_t idx = items[i].owner_pos >> PAGE_SHIFT;
-
-			b->promoted_first = min(b->promoted_first, idx);
-			b->promoted_last = max(b->promoted_last, idx);
-		}
+		btrfs_sf_get_physical(inode, cache, &sb, b, &items[i], mark);
 		if (items[i].read) {
 			b->misses++;
 			mark = false;
@@ -1203,7 +1216,7 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 					BTRFS_SF_LOCKED_GFP) &&
 		    !shared_folio_add_alias(folio, mapping, items[i].index, &pa,
 					    BTRFS_SF_LOCKED_GFP) &&
-		    !items[i].read)
+		    !items[i].read && !items[i].promoted)
 			b->hits++;
 		folio_unlock(folio);
 		folio_put(folio);
@@ -1229,31 +1242,22 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 
 	filemap_invalidate_lock_shared(mapping);
 	/* Its trust domain's: read under the lock a change of domain takes. */
-	cache = btrfs_sf_cache(inode);
+	cache = btrfs_sf_cache(inode, &b->domain);
 	if (!cache) {
 		filemap_invalidate_unlock_shared(mapping);
 		return;
 	}
-	b->promoted_first = ULONG_MAX;
-	b->promoted_last = 0;
+	b->wait = wait;
 	btrfs_lock_and_flush_ordered_range(inode, start, end, &cached_state);
 	nr = btrfs_sf_collect(inode, cache, first, last, b);
 	btrfs_sf_read_physical(inode, cache, b->items, nr, !wait, b);
 	btrfs_sf_install(inode, cache, b->items, nr, wait, b);
 	btrfs_unlock_extent(&inode->io_tree, start, end, &cached_state);
 	filemap_invalidate_unlock_shared(mapping);
-	if (!b->owner)
-		return;
-	/*
-	 * With drop-behind the owner keeps no alias of what it read before
-	 * either, as if it had read through the extent cache.
-	 */
-	if (b->promoted_first <= b->promoted_last)
-		b->drops += shared_folio_drop_behind(b->owner->vfs_inode.i_mapping,
-						     b->promoted_first,
-						     b->promoted_last);
-	btrfs_add_delayed_iput(b->owner);
-	b->owner = NULL;
+	if (b->owner) {
+		btrfs_add_delayed_iput(b->owner);
+		b->owner = NULL;
+	}
 }
 
 /**
@@ -1285,7 +1289,7 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 	struct btrfs_fs_info *fs_info = inode->root->fs_info;
 	struct btrfs_sf_batch b = { };
 	pgoff_t first, last, idx, eof, ra;
-	unsigned int nofs, tries;
+	unsigned int nofs;
 	loff_t isize;
 
 	isize = i_size_read(&inode->vfs_inode);
@@ -1319,20 +1323,6 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 			goto out;
 
 		btrfs_sf_populate_batch(inode, idx, batch_last, true, &b);
-		/*
-		 * Another task held a folio we would promote (another reader
-		 * promoting it, most likely): wait for it and do the batch
-		 * again.  Each wait is another task's progress; the bound
-		 * only keeps a reader that keeps losing from waiting long.
-		 */
-		for (tries = 0; b.busy; tries++) {
-			folio_wait_locked(b.busy);
-			folio_put(b.busy);
-			b.busy = NULL;
-			if (tries == BTRFS_SF_BUSY_TRIES || fatal_signal_pending(current))
-				break;
-			btrfs_sf_populate_batch(inode, idx, batch_last, true, &b);
-		}
 		if (batch_last == last)
 			break;
 		rcu_read_lock();
@@ -1351,10 +1341,6 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 	if (ra && ra <= eof && !fatal_signal_pending(current)) {
 		btrfs_sf_populate_batch(inode, ra,
 					min(eof, ra + BTRFS_SF_WINDOW - 1), false, &b);
-		if (b.busy) {
-			folio_put(b.busy);
-			b.busy = NULL;
-		}
 	}
 out:
 	memalloc_nofs_restore(nofs);
@@ -1364,8 +1350,6 @@ out:
 		shared_folio_count_hits(&fs_info->sf_stats, b.hits);
 	if (b.misses)
 		shared_folio_count_misses(&fs_info->sf_stats, b.misses);
-	if (b.drops)
-		shared_folio_count_drops(&fs_info->sf_stats, b.drops);
 }
 
 /**

@@ -278,15 +278,20 @@ void shared_folio_prealloc_free(struct shared_folio_prealloc *pa)
 }
 EXPORT_SYMBOL_GPL(shared_folio_prealloc_free);
 
-/* Attach @sf to locked @folio as its descriptor, with no aliases yet. */
-static void sf_descriptor_init(struct folio *folio, struct shared_folio *sf,
-			       struct shared_folio_stats *stats)
+/* A new descriptor, with no aliases yet. */
+static void sf_descriptor_prepare(struct shared_folio *sf,
+				  struct shared_folio_stats *stats)
 {
 	spin_lock_init(&sf->lock);
 	sf->nr_aliases = 0;
 	INIT_LIST_HEAD(&sf->aliases);
 	sf->stats = stats;
-	atomic_long_inc(&stats->folios);
+}
+
+/* Attach @sf to locked @folio as its descriptor. */
+static void sf_descriptor_attach(struct folio *folio, struct shared_folio *sf)
+{
+	atomic_long_inc(&sf->stats->folios);
 	folio_attach_private(folio, sf);
 	node_stat_mod_folio(folio, NR_SHARED_FOLIO, 1);
 }
@@ -320,7 +325,8 @@ struct shared_folio *shared_folio_attach(struct folio *folio,
 		if (!sf)
 			return NULL;
 	}
-	sf_descriptor_init(folio, sf, stats);
+	sf_descriptor_prepare(sf, stats);
+	sf_descriptor_attach(folio, sf);
 	return sf;
 }
 EXPORT_SYMBOL_GPL(shared_folio_attach);
@@ -458,135 +464,37 @@ EXPORT_SYMBOL_GPL(shared_folio_add_alias);
 
 /* ==================== promotion ==================== */
 
-/*
- * May the PTEs that map @folio stay, as PTEs of a physical page?  Each VMA
- * of its file at its index must install read-only PTEs (sf_vma_may_map())
- * and hold no mlock (DOC: Sharers and tenants: an mlock stays the locker's
- * own), and no PTE may be writable: folio_mkclean() write-protects the
- * MAP_SHARED ones, as writeback does (MAP_PRIVATE PTEs of page-cache pages
- * are read-only).  A PTE it finds writable or dirty means the data may be
- * newer than the disk: @folio is then marked dirty and stays private.
- */
-static bool sf_folio_may_promote_mapped(struct folio *folio)
+/* Undo sf_alias_init() of an alias that never entered a mapping. */
+static void sf_alias_discard(struct sf_alias *a, struct folio *folio)
 {
-	struct address_space *mapping = folio->mapping;
-	struct vm_area_struct *vma;
-	bool ok = true;
-
-	if (!i_mmap_trylock_read(mapping))
-		return false;
-	vma_interval_tree_foreach(vma, &mapping->i_mmap, folio->index,
-				  folio->index) {
-		if (!sf_vma_may_map(vma) || (vma->vm_flags & VM_LOCKED)) {
-			ok = false;
-			break;
-		}
-	}
-	i_mmap_unlock_read(mapping);
-	if (ok && folio_mkclean(folio)) {
-		folio_mark_dirty(folio);
-		ok = false;
-	}
-	return ok;
+	sf_alias_to_folio(a)->mapping = NULL;
+	folio_put(folio);
+	kmem_cache_free(sf_alias_cache, a);
 }
 
 /*
- * The step of shared_folio_promote() that cannot fail: @folio, already in
- * @cache at @index and with its descriptor, leaves its file's slot to the
- * alias @a, under the file's xa_lock.
+ * The step of shared_folio_promote() that moves @folio: frozen, into
+ * @cache at @index, and out of its file's slot, where the alias @a (made,
+ * holding its reference) goes in its place.  Nothing here sleeps while
+ * @folio is frozen.
  */
-static void sf_folio_switch_to_cache(struct folio *folio,
-				     struct address_space *cache,
-				     pgoff_t index, struct sf_alias *a)
+static int sf_folio_move_to_cache(struct folio *folio,
+				  struct address_space *cache, pgoff_t index,
+				  struct sf_alias *a)
 {
 	struct address_space *mapping = folio->mapping;
 	XA_STATE(xas, &mapping->i_pages, folio->index);
-	struct folio *alias;
-
-	alias = sf_alias_init(a, folio, a->sf, mapping, folio->index);
-	folio_clear_readahead(folio);
-	mapping_set_update(&xas, mapping);
-	xas_lock_irq(&xas);
-	/* The folio lock keeps @folio in its slot. */
-	VM_WARN_ON_ONCE_FOLIO(xas_load(&xas) != folio, folio);
-	trace_mm_filemap_delete_from_page_cache(folio);
-	/* @cache's xarray reference is the file's, handed over. */
-	WRITE_ONCE(folio->mapping, cache);
-	folio->index = index;
-	trace_mm_filemap_add_to_page_cache(folio);
-	xas_store(&xas, alias);
-	sf_alias_link(a, folio);
-	xas_unlock_irq(&xas);
-}
-
-/**
- * shared_folio_promote() - make a file's private folio a physical folio
- * @folio: locked page-cache folio of a file, clean and uptodate
- * @cache: the extent cache's mapping
- * @index: the index of @folio's data in @cache
- * @stats: @cache's counters
- * @pa: preallocated descriptor and alias, used first; or NULL
- * @gfp: allocation flags for what @pa lacks (only the reclaim bits)
- *
- * A file cached data privately before a second file shared its extent (a
- * snapshot or reflink made later, or a first reader that read privately
- * because nobody else did).  Instead of reading the data again, @folio
- * itself moves, without I/O or a copy, into @cache at @index, and its
- * file gets an alias of it in its place: one step under the file's
- * xa_lock, so a lookup in the file finds the folio or the alias, never
- * nothing.  The PFN stays: the file's PTEs of the page keep mapping it,
- * and now lie in the alias's mapping at its index (DOC: Mapping).  The
- * folio keeps its memcg charge, its LRU position and its NR_FILE_PAGES
- * count; the file's nrpages is unchanged.
- *
- * The caller vouches that @folio holds the data of @index in @cache (for
- * btrfs: the file's extent map, looked up under its extent range lock) and
- * has taken away the filesystem's private data.  The lock of @folio keeps
- * writers out: a buffered write, a ->page_mkwrite and a truncate take it,
- * and a path that found @folio in the file before the switch finds
- * ->mapping changed once it holds the lock, as after a truncate.  The
- * slot in @cache is filled first: a lookup there meanwhile finds @folio
- * with a foreign ->mapping and waits for its lock, like any other.
- *
- * Left private (-EBUSY): a dirty, writeback, mlocked, DMA-pinned, large
- * or poisoned folio, one with private data, and one mapped where a PTE
- * could not stay (sf_folio_may_promote_mapped()).
- *
- * Context: process context, @folio locked; no allocation with reclaim
- * unless @gfp allows it.
- * Return: 0, -EBUSY, -EEXIST if @cache has a folio at @index, -ENOMEM.
- */
-int shared_folio_promote(struct folio *folio, struct address_space *cache,
-			 pgoff_t index, struct shared_folio_stats *stats,
-			 struct shared_folio_prealloc *pa, gfp_t gfp)
-{
-	struct address_space *mapping = folio->mapping;
-	struct shared_folio_prealloc local = { };
 	XA_STATE(cxas, &cache->i_pages, index);
-	struct shared_folio *sf;
-	struct sf_alias *a;
 	void *entry;
-	int ret = -EBUSY;
+	int ret;
 
-	VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(folio), folio);
-	if (!mapping || mapping == cache || cache->a_ops != &shared_folio_aops ||
-	    folio_is_sf_alias(folio) || folio_is_sf_physical(folio) ||
-	    folio_test_large(folio) || !folio_test_uptodate(folio) ||
-	    folio_test_dirty(folio) || folio_test_writeback(folio) ||
-	    folio_test_mlocked(folio) || folio_test_private(folio) ||
-	    folio_test_hwpoison(folio) || folio_maybe_dma_pinned(folio))
-		return -EBUSY;
-	if (folio_mapped(folio) && !sf_folio_may_promote_mapped(folio))
-		return -EBUSY;
+	/* The file's xarray, the caller and the alias: nobody else. */
+	xas_lock_irq(&xas);
+	ret = xas_load(&xas) == folio && folio_ref_freeze(folio, 3) ? 0 : -EBUSY;
+	xas_unlock_irq(&xas);
+	if (ret)
+		return ret;
 
-	/* Everything that can fail comes before @folio enters @cache. */
-	if (!pa)
-		pa = &local;
-	shared_folio_prealloc(pa, gfp);
-	if (!pa->sf || !pa->sfa) {
-		ret = -ENOMEM;
-		goto out;
-	}
 	mapping_set_update(&cxas, cache);
 	do {
 		xas_lock_irq(&cxas);
@@ -598,21 +506,127 @@ int shared_folio_promote(struct folio *folio, struct address_space *cache,
 		if (!xas_error(&cxas))
 			cache->nrpages++;
 		xas_unlock_irq(&cxas);
-	} while (xas_nomem(&cxas, gfp & GFP_RECLAIM_MASK));
+	} while (xas_nomem(&cxas, GFP_NOWAIT | __GFP_NOWARN));
 	ret = xas_error(&cxas);
-	if (ret)
-		goto out;
+	if (ret) {
+		folio_ref_unfreeze(folio, 3);
+		return ret;
+	}
 
-	sf = pa->sf;
-	pa->sf = NULL;
-	a = pa->sfa;
-	pa->sfa = NULL;
-	sf_descriptor_init(folio, sf, stats);
-	a->sf = sf;
-	sf_folio_switch_to_cache(folio, cache, index, a);
+	mapping_set_update(&xas, mapping);
+	xas_lock_irq(&xas);
+	trace_mm_filemap_delete_from_page_cache(folio);
+	/* @cache's xarray reference is the file's, handed over. */
+	WRITE_ONCE(folio->mapping, cache);
+	folio->index = index;
+	trace_mm_filemap_add_to_page_cache(folio);
+	xas_store(&xas, sf_alias_to_folio(a));
+	xas_init_marks(&xas);
+	sf_alias_link(a, folio);
+	xas_unlock_irq(&xas);
+	folio_ref_unfreeze(folio, 3);
+	return 0;
+}
+
+/**
+ * shared_folio_promote() - make a file's private folio a physical folio
+ * @folio: locked, unmapped page-cache folio of a file, clean and uptodate
+ * @cache: the extent cache's mapping
+ * @index: the index of @folio's data in @cache
+ * @stats: @cache's counters
+ * @gfp: allocation flags (only the reclaim bits; the switch itself never
+ *       sleeps)
+ *
+ * A file cached data privately before a second file shared its extent (a
+ * snapshot or reflink made later, or a first reader that read privately
+ * because nobody else did).  Instead of reading the data again, @folio
+ * itself moves, without I/O or a copy, into @cache at @index, and its
+ * file gets an alias of it in its place.  The PFN stays, and so do the
+ * folio's memcg charge, LRU position and NR_FILE_PAGES count; the file's
+ * nrpages is unchanged.  The alias and the descriptor are charged to the
+ * folio's memcg, as if its reader had read it shared.
+ *
+ * A page-cache folio's ->mapping and ->index are stable while anyone holds
+ * a reference (filemap_get_read_batch() steps to folio_next_index(),
+ * truncate_inode_pages_range() waits for the lock and then expects the
+ * index it looked up): so, as for migration, the refcount is frozen while
+ * they change, and any reference beyond the file's xarray, the caller's
+ * and the new alias's (a reader, a pipe, GUP, an LRU batch) makes this
+ * fail with -EBUSY.  Lockless lookups in the file and in @cache retry
+ * meanwhile and find the alias, or @folio in @cache.  For the same reason
+ * @folio must not be mapped (the caller zaps its PTEs first,
+ * unmap_mapping_folio()): a concurrent zap would put a frozen folio.
+ * The processes that mapped it fault it in again, read-only, through the
+ * alias: the same PFN.
+ *
+ * The caller vouches that @folio holds the data of @index in @cache (for
+ * btrfs: the file's extent map, looked up under its extent range lock) and
+ * has taken away the filesystem's private data.  The lock of @folio keeps
+ * writers and new PTEs out; a path that found @folio in the file before
+ * finds ->mapping changed once it holds the lock, as after a truncate.
+ *
+ * Left private (-EBUSY): a mapped, dirty, writeback, mlocked, large or
+ * poisoned folio, one with private data, one with other references.
+ *
+ * Context: process context, @folio locked.
+ * Return: 0, -EBUSY, -EEXIST if @cache has a folio at @index, -ENOMEM.
+ */
+int shared_folio_promote(struct folio *folio, struct address_space *cache,
+			 pgoff_t index, struct shared_folio_stats *stats,
+			 gfp_t gfp)
+{
+	struct address_space *mapping = folio->mapping;
+	struct shared_folio_prealloc pa = { };
+	struct mem_cgroup *old;
+	struct shared_folio *sf;
+	struct sf_alias *a;
+	int ret;
+
+	VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(folio), folio);
+	if (!mapping || mapping == cache || cache->a_ops != &shared_folio_aops ||
+	    folio_is_sf_alias(folio) || folio_is_sf_physical(folio) ||
+	    folio_test_large(folio) || !folio_test_uptodate(folio) ||
+	    folio_test_dirty(folio) || folio_test_writeback(folio) ||
+	    folio_test_mlocked(folio) || folio_test_private(folio) ||
+	    folio_test_hwpoison(folio) || folio_mapped(folio))
+		return -EBUSY;
+
+	old = set_active_memcg(folio_memcg(folio));
+	shared_folio_prealloc(&pa, gfp);
+	set_active_memcg(old);
+	if (!pa.sf || !pa.sfa) {
+		shared_folio_prealloc_free(&pa);
+		return -ENOMEM;
+	}
+	sf = pa.sf;
+	a = pa.sfa;
+	sf_descriptor_prepare(sf, stats);
+	sf_alias_init(a, folio, sf, mapping, folio->index);
+	ret = sf_folio_move_to_cache(folio, cache, index, a);
+	if (ret == -EBUSY) {
+		/*
+		 * An LRU batch may hold it: folios just read, or just
+		 * unmapped by the caller (a young PTE activates them).  This
+		 * CPU's first, as migration does, then every CPU's.
+		 */
+		lru_add_drain();
+		ret = sf_folio_move_to_cache(folio, cache, index, a);
+	}
+	if (ret == -EBUSY) {
+		lru_add_drain_all();
+		ret = sf_folio_move_to_cache(folio, cache, index, a);
+	}
+	if (ret)
+		goto discard;
+	folio_clear_readahead(folio);
+	/* Under the folio lock: nothing looks at the descriptor before. */
+	sf_descriptor_attach(folio, sf);
 	shared_folio_count_promotions(stats, 1);
-out:
-	shared_folio_prealloc_free(&local);
+	return 0;
+
+discard:
+	sf_alias_discard(a, folio);
+	kfree(sf);
 	return ret;
 }
 EXPORT_SYMBOL_GPL(shared_folio_promote);

@@ -160,7 +160,7 @@ int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
 			   gfp_t gfp);
 int shared_folio_promote(struct folio *folio, struct address_space *cache,
 			 pgoff_t index, struct shared_folio_stats *stats,
-			 struct shared_folio_prealloc *pa, gfp_t gfp);
+			 gfp_t gfp);
 unsigned long shared_folio_drop_behind(struct address_space *mapping,
 				       pgoff_t first, pgoff_t last);
 unsigned long shared_folio_detach_mapping(struct address_space *mapping);
