@@ -883,7 +883,6 @@ again:
 	btrfs_sf_queue_read(fs_info, sb, cache, folio, item->bytenr);
 }
 
-
 /* The record of @inode reading @em. */
 static struct btrfs_sf_owner btrfs_sf_me(struct btrfs_inode *inode,
 					 const struct extent_map *em, u32 domain)
@@ -946,6 +945,7 @@ static bool btrfs_sf_candidate(struct btrfs_inode *inode,
 			       struct btrfs_sf_owner *cand)
 {
 	struct btrfs_fs_info *fs_info = inode->root->fs_info;
+	/* Pairs with btrfs_sf_note_remap(): the root is published last. */
 	u64 src_root = smp_load_acquire(&inode->sf_src_root);
 	void *entry;
 

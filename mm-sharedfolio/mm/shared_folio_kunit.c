@@ -730,6 +730,61 @@ static void sf_test_rmap_walks_aliases(struct kunit *test)
 	folio_put(folio);
 }
 
+/*
+ * A file's private folio becomes the physical folio in place: the same
+ * memory, in the cache at the disk index, an alias in the file's slot.
+ * Another reference (a reader between its lookup and its use, which
+ * would step by the folio's index) leaves it private and untouched.
+ */
+static void sf_test_promote_in_place(struct kunit *test)
+{
+	struct sf_test_ctx *ctx = test->priv;
+	struct address_space *cache = ctx->cache->i_mapping;
+	struct address_space *map = sf_test_map(test, 0);
+	struct folio *folio, *alias, *other;
+	unsigned long pfn;
+
+	folio = filemap_alloc_folio(GFP_KERNEL, 0);
+	KUNIT_ASSERT_NOT_NULL(test, folio);
+	KUNIT_ASSERT_EQ(test, filemap_add_folio(map, folio, 2, GFP_KERNEL), 0);
+	memset(folio_address(folio), 0x3c, PAGE_SIZE);
+	folio_mark_uptodate(folio);
+	lru_add_drain();
+	pfn = folio_pfn(folio);
+
+	other = filemap_get_folio(map, 2);
+	KUNIT_ASSERT_PTR_EQ(test, other, folio);
+	KUNIT_EXPECT_EQ(test, shared_folio_promote(folio, cache, 7, &ctx->stats,
+						   GFP_KERNEL), -EBUSY);
+	KUNIT_EXPECT_PTR_EQ(test, folio->mapping, map);
+	KUNIT_EXPECT_EQ(test, folio->index, 2);
+	KUNIT_EXPECT_EQ(test, cache->nrpages, 0);
+	KUNIT_EXPECT_FALSE(test, folio_test_private(folio));
+	folio_put(other);
+
+	KUNIT_ASSERT_EQ(test, shared_folio_promote(folio, cache, 7, &ctx->stats,
+						   GFP_KERNEL), 0);
+	KUNIT_EXPECT_PTR_EQ(test, folio->mapping, cache);
+	KUNIT_EXPECT_EQ(test, folio->index, 7);
+	KUNIT_EXPECT_EQ(test, map->nrpages, 1);
+	KUNIT_EXPECT_EQ(test, cache->nrpages, 1);
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 1);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.promotions), 1);
+	folio_unlock(folio);
+
+	alias = filemap_get_folio(map, 2);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(alias));
+	KUNIT_EXPECT_TRUE(test, folio_is_sf_alias(alias));
+	KUNIT_EXPECT_EQ(test, folio_pfn(alias), pfn);
+	KUNIT_EXPECT_TRUE(test, sf_test_filled(folio_address(alias), 0x3c));
+	other = filemap_get_folio(cache, 7);
+	KUNIT_EXPECT_PTR_EQ(test, other, folio);
+	if (!IS_ERR(other))
+		folio_put(other);
+	folio_put(alias);
+	folio_put(folio);
+}
+
 static struct kunit_case shared_folio_test_cases[] = {
 	KUNIT_CASE(sf_test_alias_resolves_to_physical),
 	KUNIT_CASE(sf_test_truncate_frees_alias),
@@ -742,6 +797,7 @@ static struct kunit_case shared_folio_test_cases[] = {
 	KUNIT_CASE(sf_test_invalidate_waits_for_frozen_alias),
 	KUNIT_CASE(sf_test_alias_accounting),
 	KUNIT_CASE(sf_test_rmap_walks_aliases),
+	KUNIT_CASE(sf_test_promote_in_place),
 	{}
 };
 
