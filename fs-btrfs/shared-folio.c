@@ -62,23 +62,25 @@
  *   the extent goes through the extent cache.  For each page the second
  *   file misses, the owner's cached folio is *promoted*
  *   (shared_folio_promote()): moved into the extent cache without I/O or
- *   a copy, the owner getting an alias in its place, its PTEs left as they
- *   are, so the owner's processes keep mapping the same PFN.  Pages the
- *   owner does not have are read into the extent cache.  An owner that is
- *   not in memory any more hands the record to the reader.
- * - Promotion takes nothing it would wait for: the owner's folio and its
- *   extent range are try-locked (the reader holds its own extent range
- *   lock and locked physical folios, the owner may be promoting from the
- *   reader), and a busy page is read into the extent cache instead.
- *   Under both locks the owner's extent map must still put that page at
- *   that logical address, uncompressed: then a clean, uptodate folio holds
- *   exactly that extent's data (a write dirties the folio under its lock;
- *   writeback moves the data to a new extent first).
+ *   a copy, the owner getting an alias in its place.  The owner's PTEs of
+ *   the page are zapped first (a frozen folio must have none) and its
+ *   processes fault it in again through the alias: the same PFN.  Pages
+ *   the owner does not have are read into the extent cache.  An owner
+ *   that is not in memory any more hands the record to the reader.
+ * - Every lock of the owner is try-locked (its invalidate lock,
+ *   i_mmap_lock, folio and extent range: the reader holds its own extent
+ *   range lock, and the owner may be promoting from the reader); a busy
+ *   page is read into the extent cache instead.  Promotions are one at a
+ *   time per filesystem (sf_promote_mutex), so two readers never race for
+ *   one folio.  Under the owner's locks its extent map must still put that
+ *   page at that logical address, uncompressed: then a clean, uptodate
+ *   folio holds exactly that extent's data (a write dirties the folio
+ *   under its lock; writeback moves the data to a new extent first).
  * - Stays private: a dirty or writeback folio (its data is not the
- *   extent's), an mlocked one (the owner's mlock is its own), a DMA-pinned
- *   one, one mapped writable or by a VMA that could write it, the page
- *   holding EOF, and every folio of a mapping that has seen a writeback
- *   error (its clean folios may hold data that never reached the disk).
+ *   extent's), an mlocked one (the owner's mlock is its own), one with
+ *   other references (a DMA pin, GUP, a pipe, a reader), the page holding
+ *   EOF, and every folio of a mapping that has seen a writeback error (its
+ *   clean folios may hold data that never reached the disk).
  * - A record for another domain is left alone: readers of other domains
  *   share in their own caches as without lazy sharing.  Records go when
  *   their extent is freed, and at umount.
@@ -123,6 +125,7 @@
 #include <linux/memcontrol.h>
 #include <linux/shared_folio.h>
 #include <linux/sched/mm.h>
+#include <linux/swap.h>
 #include <linux/sched/signal.h>
 #include <linux/rcupdate_wait.h>
 #include "messages.h"
@@ -149,10 +152,12 @@
  */
 #define BTRFS_SF_LOCKED_GFP	(GFP_NOWAIT | __GFP_NOWARN)
 /*
- * Records of first readers (DOC: btrfs lazy sharing), 32 bytes each: at
- * most 64 MiB.  Beyond, a shared extent nobody recorded is shared at once.
+ * Records of first readers (DOC: btrfs lazy sharing): 32 bytes each, and
+ * up to a 576-byte xarray node each where extents lie far apart, so at
+ * most about 150 MiB.  Beyond, a shared extent nobody recorded is shared
+ * at once.
  */
-#define BTRFS_SF_MAX_OWNERS	(2UL << 20)
+#define BTRFS_SF_MAX_OWNERS	(256UL << 10)
 
 struct btrfs_sf_item {
 	pgoff_t index;		/* in the file */
@@ -708,6 +713,18 @@ struct btrfs_sf_batch {
 	struct btrfs_inode *owner;
 };
 
+/* Does @owner cache a private folio (not an alias) at file position @pos? */
+static bool btrfs_sf_owner_has_private(struct btrfs_inode *owner, u64 pos)
+{
+	struct folio *folio;
+
+	rcu_read_lock();
+	folio = xa_load(&owner->vfs_inode.i_mapping->i_pages, pos >> PAGE_SHIFT);
+	rcu_read_unlock();
+	/* Only compared: a stale answer costs a lookup or a read. */
+	return folio && !xa_is_value(folio) && !folio_is_sf_alias(folio);
+}
+
 /*
  * Promote @owner's private folio at file position @pos, whose data lives
  * at logical address @bytenr, to the physical folio of @bytenr in @cache,
@@ -777,7 +794,14 @@ static struct folio *btrfs_sf_promote(struct btrfs_inode *owner, u64 pos,
 	 * PTE would dirty the folio here, which then stays private.  Not an
 	 * mlocked page: unmapping it would undo the owner's mlock.
 	 */
-	if (folio_test_mlocked(folio))
+	/*
+	 * Other references (beyond the xarray's, ours, the private data's,
+	 * the PTEs' and one LRU batch's) would keep it private: not worth
+	 * the owner's PTEs.
+	 */
+	if (folio_test_mlocked(folio) || folio_maybe_dma_pinned(folio) ||
+	    folio_ref_count(folio) > 3 + folio_test_private(folio) +
+				     folio_mapcount(folio))
 		ok = false;
 	if (ok && folio_mapped(folio))
 		unmap_mapping_pages(mapping, folio->index, 1, false);
@@ -828,16 +852,16 @@ again:
 	 * the asynchronous window leaves a page the owner has to the read
 	 * that needs it, rather than read it from the disk.
 	 */
-	if (IS_ERR(folio) && b->owner && item->owner_pos >= 0 && !b->wait &&
-	    filemap_range_has_page(b->owner->vfs_inode.i_mapping, item->owner_pos,
-				   item->owner_pos + PAGE_SIZE - 1))
-		return;
-	if (IS_ERR(folio) && b->owner && item->owner_pos >= 0 && b->wait) {
+	if (IS_ERR(folio) && b->owner && item->owner_pos >= 0 &&
+	    btrfs_sf_owner_has_private(b->owner, item->owner_pos)) {
 		struct folio *promoted = NULL;
 
+		if (!b->wait)
+			return;
 		/* Readers of what this batch holds locked need not wait. */
 		btrfs_sf_submit(sb);
-		mutex_lock(&fs_info->sf_promote_mutex);
+		if (mutex_lock_killable(&fs_info->sf_promote_mutex))
+			return;
 		/* Another reader may have promoted it meanwhile. */
 		folio = filemap_get_folio(ec, ecidx);
 		if (IS_ERR(folio))
@@ -1157,6 +1181,12 @@ static void btrfs_sf_read_physical(struct btrfs_inode *inode, struct inode *cach
 	struct btrfs_sf_bio sb = { };
 	unsigned int i;
 
+	/*
+	 * The owner's folios may sit in other CPUs' LRU batches, whose
+	 * references would keep them from being promoted.
+	 */
+	if (b->owner && b->wait && nr)
+		lru_add_drain_all();
 	for (i = 0; i < nr; i++) {
 		btrfs_sf_get_physical(inode, cache, &sb, b, &items[i], mark);
 		if (items[i].read) {

@@ -475,57 +475,53 @@ static void sf_alias_discard(struct sf_alias *a, struct folio *folio)
 /*
  * The step of shared_folio_promote() that moves @folio: frozen, into
  * @cache at @index, and out of its file's slot, where the alias @a (made,
- * holding its reference) goes in its place.  Nothing here sleeps while
- * @folio is frozen.
+ * holding its reference) goes in its place; all in one section under
+ * both xa_locks, as __remove_mapping() freezes, so that no lookup spins
+ * on the frozen folio across a preemption.  Only the file's xa_lock and
+ * then the cache's are ever held together.
  */
 static int sf_folio_move_to_cache(struct folio *folio,
 				  struct address_space *cache, pgoff_t index,
-				  struct sf_alias *a)
+				  struct sf_alias *a, gfp_t gfp)
 {
 	struct address_space *mapping = folio->mapping;
 	XA_STATE(xas, &mapping->i_pages, folio->index);
 	XA_STATE(cxas, &cache->i_pages, index);
 	void *entry;
-	int ret;
 
-	/* The file's xarray, the caller and the alias: nobody else. */
-	xas_lock_irq(&xas);
-	ret = xas_load(&xas) == folio && folio_ref_freeze(folio, 3) ? 0 : -EBUSY;
-	xas_unlock_irq(&xas);
-	if (ret)
-		return ret;
-
+	mapping_set_update(&xas, mapping);
 	mapping_set_update(&cxas, cache);
 	do {
-		xas_lock_irq(&cxas);
+		/* A node seen before an allocation may be gone since. */
+		xas_reset(&xas);
+		xas_lock_irq(&xas);
+		/* The file's xarray, the caller and the alias: nobody else. */
+		if (xas_load(&xas) != folio || !folio_ref_freeze(folio, 3)) {
+			xas_unlock_irq(&xas);
+			return -EBUSY;
+		}
+		spin_lock_nested(&cache->i_pages.xa_lock, SINGLE_DEPTH_NESTING);
 		entry = xas_load(&cxas);
 		if (entry && !xa_is_value(entry))
 			xas_set_err(&cxas, -EEXIST);
 		else
 			xas_store(&cxas, folio);
-		if (!xas_error(&cxas))
+		if (!xas_error(&cxas)) {
 			cache->nrpages++;
-		xas_unlock_irq(&cxas);
-	} while (xas_nomem(&cxas, GFP_NOWAIT | __GFP_NOWARN));
-	ret = xas_error(&cxas);
-	if (ret) {
+			trace_mm_filemap_delete_from_page_cache(folio);
+			/* @cache's xarray reference is the file's, handed over. */
+			WRITE_ONCE(folio->mapping, cache);
+			folio->index = index;
+			trace_mm_filemap_add_to_page_cache(folio);
+			xas_store(&xas, sf_alias_to_folio(a));
+			xas_init_marks(&xas);
+			sf_alias_link(a, folio);
+		}
+		spin_unlock(&cache->i_pages.xa_lock);
 		folio_ref_unfreeze(folio, 3);
-		return ret;
-	}
-
-	mapping_set_update(&xas, mapping);
-	xas_lock_irq(&xas);
-	trace_mm_filemap_delete_from_page_cache(folio);
-	/* @cache's xarray reference is the file's, handed over. */
-	WRITE_ONCE(folio->mapping, cache);
-	folio->index = index;
-	trace_mm_filemap_add_to_page_cache(folio);
-	xas_store(&xas, sf_alias_to_folio(a));
-	xas_init_marks(&xas);
-	sf_alias_link(a, folio);
-	xas_unlock_irq(&xas);
-	folio_ref_unfreeze(folio, 3);
-	return 0;
+		xas_unlock_irq(&xas);
+	} while (xas_nomem(&cxas, gfp & GFP_RECLAIM_MASK));
+	return xas_error(&cxas);
 }
 
 /**
@@ -566,9 +562,10 @@ static int sf_folio_move_to_cache(struct folio *folio,
  * finds ->mapping changed once it holds the lock, as after a truncate.
  *
  * Left private (-EBUSY): a mapped, dirty, writeback, mlocked, large or
- * poisoned folio, one with private data, one with other references.
+ * poisoned folio, one with private data, one with other references, one
+ * of an unevictable mapping.
  *
- * Context: process context, @folio locked.
+ * Context: process context, @folio locked; allocates with @gfp.
  * Return: 0, -EBUSY, -EEXIST if @cache has a folio at @index, -ENOMEM.
  */
 int shared_folio_promote(struct folio *folio, struct address_space *cache,
@@ -588,7 +585,8 @@ int shared_folio_promote(struct folio *folio, struct address_space *cache,
 	    folio_test_large(folio) || !folio_test_uptodate(folio) ||
 	    folio_test_dirty(folio) || folio_test_writeback(folio) ||
 	    folio_test_mlocked(folio) || folio_test_private(folio) ||
-	    folio_test_hwpoison(folio) || folio_mapped(folio))
+	    folio_test_private_2(folio) || folio_test_hwpoison(folio) ||
+	    folio_mapped(folio) || mapping_unevictable(mapping))
 		return -EBUSY;
 
 	old = set_active_memcg(folio_memcg(folio));
@@ -602,24 +600,24 @@ int shared_folio_promote(struct folio *folio, struct address_space *cache,
 	a = pa.sfa;
 	sf_descriptor_prepare(sf, stats);
 	sf_alias_init(a, folio, sf, mapping, folio->index);
-	ret = sf_folio_move_to_cache(folio, cache, index, a);
-	if (ret == -EBUSY) {
+	ret = sf_folio_move_to_cache(folio, cache, index, a, gfp);
+	if (ret == -EBUSY && folio_ref_count(folio) == 4) {
 		/*
-		 * An LRU batch may hold it: folios just read, or just
-		 * unmapped by the caller (a young PTE activates them).  This
-		 * CPU's first, as migration does, then every CPU's.
+		 * One reference too many: most likely this CPU's LRU batch
+		 * (a young PTE the caller zapped activates the folio).  Other
+		 * CPUs' batches are the caller's to drain, before the lock.
 		 */
 		lru_add_drain();
-		ret = sf_folio_move_to_cache(folio, cache, index, a);
-	}
-	if (ret == -EBUSY) {
-		lru_add_drain_all();
-		ret = sf_folio_move_to_cache(folio, cache, index, a);
+		ret = sf_folio_move_to_cache(folio, cache, index, a, gfp);
 	}
 	if (ret)
 		goto discard;
 	folio_clear_readahead(folio);
-	/* Under the folio lock: nothing looks at the descriptor before. */
+	/*
+	 * Under the folio lock, which everything that reads the descriptor
+	 * of a physical folio holds; the alias linked to it meanwhile only
+	 * updates it (sf_alias_unaccount()).
+	 */
 	sf_descriptor_attach(folio, sf);
 	shared_folio_count_promotions(stats, 1);
 	return 0;
