@@ -792,12 +792,10 @@ static struct folio *btrfs_sf_promote(struct btrfs_inode *owner, u64 pos,
 	 * The owner's processes fault the page in again, through the alias
 	 * (shared_folio_promote() moves only an unmapped folio).  A dirty
 	 * PTE would dirty the folio here, which then stays private.  Not an
-	 * mlocked page: unmapping it would undo the owner's mlock.
-	 */
-	/*
-	 * Other references (beyond the xarray's, ours, the private data's,
-	 * the PTEs' and one LRU batch's) would keep it private: not worth
-	 * the owner's PTEs.
+	 * mlocked page: unmapping it would undo the owner's mlock.  Other
+	 * references (beyond the xarray's, ours, the private data's, the
+	 * PTEs' and one LRU batch's) would keep it private: not worth the
+	 * owner's PTEs.
 	 */
 	if (folio_test_mlocked(folio) || folio_maybe_dma_pinned(folio) ||
 	    folio_ref_count(folio) > 3 + folio_test_private(folio) +
@@ -1051,12 +1049,8 @@ static bool btrfs_sf_claim(struct btrfs_inode *inode, const struct extent_map *e
 				atomic_long_inc(&fs_info->sf_nr_owners);
 			}
 		}
-		if (owner) {
-			b->owner = owner;
-			*from_owner = true;
-			*owner_base = cur.base;
-			return true;
-		}
+		if (owner)
+			goto adopt;
 		return !o;
 	}
 	if (cur.domain != me.domain)
@@ -1081,6 +1075,7 @@ static bool btrfs_sf_claim(struct btrfs_inode *inode, const struct extent_map *e
 		return cur.shared;
 	/* The owner's own reads of the extent now go through the cache. */
 	btrfs_sf_set_private(owner, 0, 0);
+adopt:
 	b->owner = owner;
 	*from_owner = true;
 	*owner_base = cur.base;
@@ -1115,8 +1110,8 @@ static unsigned int btrfs_sf_collect(struct btrfs_inode *inode, struct inode *ca
 		u64 off = (u64)idx << PAGE_SHIFT;
 		struct extent_map *em;
 		bool share, from_owner;
+		s64 owner_base, pos;
 		pgoff_t em_last;
-		s64 owner_base;
 
 		em = btrfs_get_extent(inode, NULL, off, end + 1 - off);
 		if (IS_ERR(em))
@@ -1155,11 +1150,8 @@ static unsigned int btrfs_sf_collect(struct btrfs_inode *inode, struct inode *ca
 			items[nr].index = idx;
 			items[nr].bytenr = btrfs_extent_map_block_start(em) +
 					   (((u64)idx << PAGE_SHIFT) - em->start);
-			items[nr].owner_pos = -1;
-			if (from_owner && owner_base +
-			    (s64)(items[nr].bytenr - em->disk_bytenr) >= 0)
-				items[nr].owner_pos = owner_base +
-					(s64)(items[nr].bytenr - em->disk_bytenr);
+			pos = owner_base + (s64)(items[nr].bytenr - em->disk_bytenr);
+			items[nr].owner_pos = from_owner && pos >= 0 ? pos : -1;
 			items[nr].folio = NULL;
 			items[nr].read = false;
 			items[nr].promoted = false;
@@ -1368,10 +1360,9 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 		ra = max(last + 1, b.marker + BTRFS_SF_WINDOW);
 	else if (b.read && (!first || btrfs_sf_cached(mapping, first - 1)))
 		ra = last + 1;
-	if (ra && ra <= eof && !fatal_signal_pending(current)) {
+	if (ra && ra <= eof && !fatal_signal_pending(current))
 		btrfs_sf_populate_batch(inode, ra,
 					min(eof, ra + BTRFS_SF_WINDOW - 1), false, &b);
-	}
 out:
 	memalloc_nofs_restore(nofs);
 	kfree(b.items);
