@@ -6,11 +6,13 @@
  * One page-cache copy for data that files share on disk.  Reflink copies,
  * snapshots and deduplicated ranges point at the same disk extent; without
  * this each file reads and caches its own copy.  Here each
- * filesystem has a hidden "extent cache" inode whose page cache is indexed
- * by logical address (disk bytenr >> PAGE_SHIFT).  Its folios are the
- * physical folios of mm/shared_folio.c: ordinary page-cache folios on the
- * LRU, filled through btrfs's own read path (checksums verified, repaired
- * from a mirror), charged to whoever read them first.  A read of a file
+ * filesystem has a hidden "extent cache" inode whose page cache holds each
+ * extent's data at a place that only the extent decides (DOC: btrfs extent
+ * cache index space).  Its folios are the physical folios of
+ * mm/shared_folio.c: ordinary page-cache folios on the LRU, filled through
+ * btrfs's own read path (checksums verified, repaired from a mirror, a
+ * compressed extent decompressed once), charged to whoever read them
+ * first.  A read of a file
  * installs in the file's mapping an alias of the physical folio instead of
  * reading a private copy; the generic read path then copies from the alias
  * as from any folio.
@@ -19,8 +21,7 @@
  * read_iter and splice_read before filemap_read() / filemap_splice_read():
  * for each page of the read with nothing in the page cache, the extent map
  * says where the data lives.  Excluded, so read privately as before:
- * holes, inline, preallocated and compressed extents, NODATASUM and
- * NODATACOW inodes, fs-verity files, the free-space and data-relocation
+ * holes, inline and preallocated extents, NODATASUM and NODATACOW inodes, fs-verity files, the free-space and data-relocation
  * inodes, and sectorsize != PAGE_SIZE.  So are extents no other file
  * references (btrfs_sf_em_shared()): sharing them would only cost.
  *
@@ -41,6 +42,39 @@
  * extent range lock, then physical folio locks; the rest of the order is
  * the mm's ("Lock order" in mm/shared_folio.c).  Promotion (DOC: btrfs
  * lazy sharing) only try-locks another file's folio and extent range.
+ */
+
+/**
+ * DOC: btrfs extent cache index space
+ *
+ * One index space for every extent, in which each compressed extent is a
+ * naturally aligned region:
+ *
+ * - A page of an uncompressed extent sits at its logical address: page
+ *   index (disk_bytenr + offset) >> PAGE_SHIFT, where offset is the page's
+ *   place in the extent's data.  Partial references (a reflink of part of
+ *   an extent, the file extent item's offset) land on the same pages.
+ * - The decompressed data of the compressed extent at logical address L
+ *   sits in a region of BTRFS_MAX_UNCOMPRESSED (128 KiB, 32 pages) at
+ *   BTRFS_SF_COMP_BASE + (L >> sectorsize_bits) * 128 KiB, a page at its
+ *   offset in the uncompressed data.  Two compressed extents never start
+ *   in one sector, so their regions never overlap; each is aligned to its
+ *   own size, so one order-5 folio could hold it.
+ * - BTRFS_SF_COMP_BASE is 2^57: a filesystem's logical addresses stay far
+ *   below (they grow with every chunk allocated, 128 PiB would be needed),
+ *   and BTRFS_SF_COMP_BASE + 2^57 * 32 < 2^63, so every position is a
+ *   valid loff_t.  An extent at or beyond 2^57 is read privately.
+ * - The cost is index space only: a compressed extent of c sectors takes
+ *   32 * c slots, of which its decompressed pages use up to 32, so the
+ *   xarray's leaf nodes are about 32 / (32 * c) full where such extents
+ *   lie back to back; uncompressed extents are as dense as on disk.
+ *
+ * A compressed extent's missing pages are read in one go through
+ * btrfs_submit_compressed_read(), which verifies the checksums of the
+ * compressed bytes, repairs from a mirror and decompresses once, whichever
+ * file or part of the extent asked.  That path finds the extent in the
+ * extent map tree of the bio's inode, so while it submits, the extent
+ * cache's inode maps the region to the extent (btrfs_sf_read_compressed()).
  */
 
 /**
@@ -73,7 +107,7 @@
  *   page is read into the extent cache instead.  Promotions are one at a
  *   time per filesystem (sf_promote_mutex), so two readers never race for
  *   one folio.  Under the owner's locks its extent map must still put that
- *   page at that logical address, uncompressed: then a clean, uptodate
+ *   page at that place in the extent cache: then a clean, uptodate
  *   folio holds exactly that extent's data (a write dirties the folio
  *   under its lock; writeback moves the data to a new extent first).
  * - Stays private: a dirty or writeback folio (its data is not the
@@ -137,6 +171,7 @@
 #include "accessors.h"
 #include "ordered-data.h"
 #include "bio.h"
+#include "compression.h"
 #include "shared-folio.h"
 
 /*
@@ -158,12 +193,18 @@
  * at once.
  */
 #define BTRFS_SF_MAX_OWNERS	(256UL << 10)
+/* Where compressed extents' regions start (DOC: btrfs extent cache index space). */
+#define BTRFS_SF_COMP_BASE	(1ULL << 57)
 
 struct btrfs_sf_item {
 	pgoff_t index;		/* in the file */
-	u64 bytenr;		/* logical address of the page */
+	u64 cpos;		/* position in the extent cache */
+	u64 disk_bytenr;	/* its extent's logical address */
 	s64 owner_pos;		/* its position in the batch's owner, or -1 */
 	struct folio *folio;	/* physical, referenced */
+	u32 disk_len;		/* compressed: the extent's size on disk */
+	u32 ram_len;		/* compressed: its uncompressed size */
+	u8 compress;		/* enum btrfs_compression_type */
 	bool read;		/* we submitted its read */
 	bool promoted;		/* the owner's folio, promoted */
 };
@@ -452,9 +493,35 @@ static bool btrfs_sf_inode_eligible(struct btrfs_inode *inode)
 
 static bool btrfs_sf_em_eligible(const struct extent_map *em)
 {
-	return em->disk_bytenr < EXTENT_MAP_LAST_BYTE &&
-	       !(em->flags & EXTENT_FLAG_PREALLOC) &&
-	       !extent_map_is_compressed(em);
+	if (em->disk_bytenr >= EXTENT_MAP_LAST_BYTE ||
+	    (em->flags & EXTENT_FLAG_PREALLOC))
+		return false;
+	if (extent_map_is_compressed(em))
+		return em->disk_bytenr < BTRFS_SF_COMP_BASE &&
+		       em->ram_bytes <= BTRFS_MAX_UNCOMPRESSED &&
+		       PAGE_ALIGNED(em->ram_bytes);
+	return btrfs_extent_map_block_start(em) + em->len <= BTRFS_SF_COMP_BASE;
+}
+
+/* The region of the compressed extent at @disk_bytenr. */
+static u64 btrfs_sf_region(const struct btrfs_fs_info *fs_info, u64 disk_bytenr)
+{
+	return BTRFS_SF_COMP_BASE +
+	       (disk_bytenr >> fs_info->sectorsize_bits) * BTRFS_MAX_UNCOMPRESSED;
+}
+
+/*
+ * Where the data at file position @off of eligible @em lives in the extent
+ * cache (DOC: btrfs extent cache index space).
+ */
+static u64 btrfs_sf_cache_pos(const struct btrfs_fs_info *fs_info,
+			      const struct extent_map *em, u64 off)
+{
+	u64 xoff = em->offset + (off - em->start);	/* in the extent's data */
+
+	if (extent_map_is_compressed(em))
+		return btrfs_sf_region(fs_info, em->disk_bytenr) + xoff;
+	return em->disk_bytenr + xoff;
 }
 
 /*
@@ -727,7 +794,7 @@ static bool btrfs_sf_owner_has_private(struct btrfs_inode *owner, u64 pos)
 
 /*
  * Promote @owner's private folio at file position @pos, whose data lives
- * at logical address @bytenr, to the physical folio of @bytenr in @cache,
+ * at @cpos in the extent cache, to the physical folio at @cpos in @cache,
  * the extent cache of trust domain @domain (DOC: btrfs lazy sharing).
  * Every lock of the owner is only try-locked: the caller holds the
  * reader's extent range lock, and the owner may be promoting from the
@@ -738,7 +805,7 @@ static bool btrfs_sf_owner_has_private(struct btrfs_inode *owner, u64 pos)
  * Return: the physical folio, referenced and unlocked, or NULL.
  */
 static struct folio *btrfs_sf_promote(struct btrfs_inode *owner, u64 pos,
-				      struct inode *cache, u32 domain, u64 bytenr)
+				      struct inode *cache, u32 domain, u64 cpos)
 {
 	struct btrfs_fs_info *fs_info = owner->root->fs_info;
 	struct address_space *mapping = owner->vfs_inode.i_mapping;
@@ -785,7 +852,7 @@ static struct folio *btrfs_sf_promote(struct btrfs_inode *owner, u64 pos,
 	em = btrfs_get_extent(owner, NULL, pos, PAGE_SIZE);
 	if (!IS_ERR(em)) {
 		ok = btrfs_sf_em_eligible(em) &&
-		     btrfs_extent_map_block_start(em) + (pos - em->start) == bytenr;
+		     btrfs_sf_cache_pos(fs_info, em, pos) == cpos;
 		btrfs_free_extent_map(em);
 	}
 	/*
@@ -806,7 +873,7 @@ static struct folio *btrfs_sf_promote(struct btrfs_inode *owner, u64 pos,
 	if (ok && !folio_mapped(folio) && !folio_test_dirty(folio)) {
 		clear_folio_extent_mapped(folio);
 		ok = !shared_folio_promote(folio, cache->i_mapping,
-					   bytenr >> PAGE_SHIFT, &fs_info->sf_stats,
+					   cpos >> PAGE_SHIFT, &fs_info->sf_stats,
 					   BTRFS_SF_LOCKED_GFP);
 		if (!ok)
 			set_folio_extent_mapped(folio);
@@ -828,7 +895,102 @@ out:
 }
 
 /*
- * Find or create the physical folio for @item->bytenr; submit its read if
+ * Read the compressed extent of @item into the extent cache: every page of
+ * its region that is missing or failed before, in one compressed read
+ * (DOC: btrfs extent cache index space).  @item gets its page, referenced,
+ * in flight or cached.  The folios stay locked until btrfs_sf_end_read();
+ * pages without memory are left to the private path.
+ *
+ * The region's range lock in the extent cache's io_tree keeps two readers
+ * of one extent from mapping it at once; its holder only try-locks folios,
+ * so waiting for it under the batch's folio locks is safe.  The extent map
+ * ends where the bio does, so that btrfs_submit_compressed_read() adds no
+ * pages of its own (add_ra_bio_pages() would attach btrfs private data to
+ * them and lock the range we hold).
+ */
+static void btrfs_sf_read_compressed(struct btrfs_fs_info *fs_info,
+				     struct inode *cache,
+				     struct btrfs_sf_item *item, bool mark)
+{
+	struct btrfs_inode *ci = BTRFS_I(cache);
+	struct address_space *ec = cache->i_mapping;
+	u64 base = btrfs_sf_region(fs_info, item->disk_bytenr);
+	u64 end = base + item->ram_len - 1;
+	struct extent_state *cached_state = NULL;
+	struct btrfs_bio *bbio = NULL;
+	struct extent_map *em;
+	struct folio *folio;
+	u64 pos;
+	int ret;
+
+	em = alloc_extent_map();
+	if (!em)
+		return;
+	em->start = base;
+	em->offset = 0;
+	em->disk_bytenr = item->disk_bytenr;
+	em->disk_num_bytes = item->disk_len;
+	em->ram_bytes = item->ram_len;
+	extent_map_set_compression(em, item->compress);
+
+	btrfs_lock_extent(&ci->io_tree, base, end, &cached_state);
+	for (pos = base; pos <= end; pos += PAGE_SIZE) {
+		folio = filemap_get_folio(ec, pos >> PAGE_SHIFT);
+		if (!IS_ERR(folio)) {
+			if (folio_test_uptodate(folio) || !folio_trylock(folio))
+				goto keep;
+			if (folio_test_uptodate(folio) || folio->mapping != ec) {
+				folio_unlock(folio);
+				goto keep;
+			}
+		} else {
+			folio = filemap_alloc_folio(readahead_gfp_mask(ec), 0);
+			if (!folio)
+				break;
+			if (filemap_add_folio(ec, folio, pos >> PAGE_SHIFT,
+					      readahead_gfp_mask(ec))) {
+				folio_put(folio);
+				continue;
+			}
+		}
+		/* Locked and not uptodate: new, or an earlier read failed. */
+		if (!bbio) {
+			bbio = btrfs_bio_alloc(BIO_MAX_VECS, REQ_OP_READ, fs_info,
+					       btrfs_sf_end_read, NULL);
+			bbio->bio.bi_iter.bi_sector = item->disk_bytenr >> SECTOR_SHIFT;
+			bbio->inode = ci;
+			bbio->file_offset = pos;
+			if (mark)
+				folio_set_readahead(folio);
+		}
+		bio_add_folio_nofail(&bbio->bio, folio, PAGE_SIZE, 0);
+		em->len = pos + PAGE_SIZE - base;
+		if (pos == item->cpos)
+			item->read = true;
+keep:
+		/* The page cache's reference and the lock keep the others. */
+		if (pos == item->cpos)
+			item->folio = folio;
+		else
+			folio_put(folio);
+	}
+	if (bbio) {
+		/* The extent map is only looked up while submitting. */
+		ret = btrfs_replace_extent_map_range(ci, em, false);
+		if (ret) {
+			btrfs_bio_end_io(bbio, errno_to_blk_status(ret));
+		} else {
+			atomic_long_inc(&fs_info->sf_decompressions);
+			btrfs_submit_compressed_read(bbio);
+			btrfs_drop_extent_map_range(ci, base, end, false);
+		}
+	}
+	btrfs_unlock_extent(&ci->io_tree, base, end, &cached_state);
+	btrfs_free_extent_map(em);
+}
+
+/*
+ * Find or create the physical folio for @item->cpos; submit its read if
  * it is not uptodate and nobody else is reading it.  @mark sets the
  * readahead marker on a folio we read: the reader reaching it starts the
  * next asynchronous window.
@@ -839,7 +1001,7 @@ static void btrfs_sf_get_physical(struct btrfs_inode *inode, struct inode *cache
 {
 	struct btrfs_fs_info *fs_info = inode->root->fs_info;
 	struct address_space *ec = cache->i_mapping;
-	pgoff_t ecidx = item->bytenr >> PAGE_SHIFT;
+	pgoff_t ecidx = item->cpos >> PAGE_SHIFT;
 	struct folio *folio;
 	int ret;
 
@@ -864,13 +1026,26 @@ again:
 		folio = filemap_get_folio(ec, ecidx);
 		if (IS_ERR(folio))
 			promoted = btrfs_sf_promote(b->owner, item->owner_pos, cache,
-						    b->domain, item->bytenr);
+						    b->domain, item->cpos);
 		mutex_unlock(&fs_info->sf_promote_mutex);
 		if (promoted) {
 			item->folio = promoted;
 			item->promoted = true;
 			return;
 		}
+	}
+	if (item->compress) {
+		/* In flight or cached: btrfs_sf_install() waits. */
+		if (!IS_ERR(folio) && (folio_test_locked(folio) ||
+				       folio_test_uptodate(folio))) {
+			item->folio = folio;
+			return;
+		}
+		if (!IS_ERR(folio))
+			folio_put(folio);
+		btrfs_sf_submit(sb);
+		btrfs_sf_read_compressed(fs_info, cache, item, mark);
+		return;
 	}
 	if (IS_ERR(folio)) {
 		/*
@@ -902,7 +1077,7 @@ again:
 	item->read = true;
 	if (mark)
 		folio_set_readahead(folio);
-	btrfs_sf_queue_read(fs_info, sb, cache, folio, item->bytenr);
+	btrfs_sf_queue_read(fs_info, sb, cache, folio, item->cpos);
 }
 
 /* The record of @inode reading @em. */
@@ -1073,9 +1248,9 @@ static bool btrfs_sf_claim(struct btrfs_inode *inode, const struct extent_map *e
 	xa_unlock(&fs_info->sf_owners);
 	if (!owner)
 		return cur.shared;
+adopt:
 	/* The owner's own reads of the extent now go through the cache. */
 	btrfs_sf_set_private(owner, 0, 0);
-adopt:
 	b->owner = owner;
 	*from_owner = true;
 	*owner_base = cur.base;
@@ -1101,6 +1276,7 @@ static unsigned int btrfs_sf_collect(struct btrfs_inode *inode, struct inode *ca
 				     struct btrfs_sf_batch *b)
 {
 	struct address_space *mapping = inode->vfs_inode.i_mapping;
+	struct btrfs_fs_info *fs_info = inode->root->fs_info;
 	u64 end = ((u64)(last + 1) << PAGE_SHIFT) - 1;
 	struct btrfs_sf_item *items = b->items;
 	unsigned int nr = 0;
@@ -1126,11 +1302,14 @@ static unsigned int btrfs_sf_collect(struct btrfs_inode *inode, struct inode *ca
 		 * holds of it (shared before, or with lazy sharing off).
 		 */
 		from_owner = false;
-		share = btrfs_sf_em_eligible(em) && btrfs_sf_em_shared(inode, em) &&
-			(btrfs_sf_claim(inode, em, b, &from_owner, &owner_base) ||
-			 filemap_range_has_page(cache->i_mapping,
-						btrfs_extent_map_block_start(em),
-						btrfs_extent_map_block_start(em) + em->len - 1));
+		share = btrfs_sf_em_eligible(em) && btrfs_sf_em_shared(inode, em);
+		if (share) {
+			u64 c = btrfs_sf_cache_pos(fs_info, em, em->start);
+
+			share = btrfs_sf_claim(inode, em, b, &from_owner, &owner_base) ||
+				filemap_range_has_page(cache->i_mapping, c,
+						       c + em->len - 1);
+		}
 		if (!share && em->disk_bytenr < EXTENT_MAP_LAST_BYTE) {
 			/* a run of private data extends the known private range */
 			if (READ_ONCE(inode->sf_private_end) == em->start &&
@@ -1147,10 +1326,15 @@ static unsigned int btrfs_sf_collect(struct btrfs_inode *inode, struct inode *ca
 			entry = xa_load(&mapping->i_pages, idx);
 			if (entry && !xa_is_value(entry))
 				continue;
+			off = (u64)idx << PAGE_SHIFT;
 			items[nr].index = idx;
-			items[nr].bytenr = btrfs_extent_map_block_start(em) +
-					   (((u64)idx << PAGE_SHIFT) - em->start);
-			pos = owner_base + (s64)(items[nr].bytenr - em->disk_bytenr);
+			items[nr].cpos = btrfs_sf_cache_pos(fs_info, em, off);
+			items[nr].disk_bytenr = em->disk_bytenr;
+			items[nr].disk_len = em->disk_num_bytes;
+			items[nr].ram_len = em->ram_bytes;
+			items[nr].compress = extent_map_compression(em);
+			/* The owner's position: the same offset in the extent's data. */
+			pos = owner_base + (s64)(em->offset + (off - em->start));
 			items[nr].owner_pos = from_owner && pos >= 0 ? pos : -1;
 			items[nr].folio = NULL;
 			items[nr].read = false;
@@ -1544,13 +1728,24 @@ void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info, u64 start, u64 len
 	u64 lstart = round_down(start, PAGE_SIZE);
 	u64 lend = round_up(start + len, PAGE_SIZE) - 1;
 	struct inode *inode = fs_info->sf_inode;
+	u64 cstart = 0, cend = 0;
 	unsigned long domain;
 
 	if (!inode || !len)
 		return;
 	btrfs_sf_forget_owners(fs_info, lstart >> PAGE_SHIFT, lend >> PAGE_SHIFT);
+	/* The regions of compressed extents that start in the range, too. */
+	if (lstart < BTRFS_SF_COMP_BASE) {
+		cstart = btrfs_sf_region(fs_info, lstart);
+		cend = btrfs_sf_region(fs_info, min(lend + 1, BTRFS_SF_COMP_BASE)) - 1;
+	}
 	btrfs_sf_invalidate_cache(inode, lstart, lend);
+	if (cend)
+		btrfs_sf_invalidate_cache(inode, cstart, cend);
 	/* Every domain's: a cache made meanwhile has nothing of the range. */
-	xa_for_each(&fs_info->sf_caches, domain, inode)
+	xa_for_each(&fs_info->sf_caches, domain, inode) {
 		btrfs_sf_invalidate_cache(inode, lstart, lend);
+		if (cend)
+			btrfs_sf_invalidate_cache(inode, cstart, cend);
+	}
 }

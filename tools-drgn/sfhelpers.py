@@ -6,7 +6,8 @@ one) and reads the kernel's own structures; drgn 0.0.22 has no folio
 helpers, so the fields are read directly.
 
 Vocabulary, as in the kernel: a *physical* folio is a folio of a btrfs
-filesystem's hidden extent-cache inode (indexed by disk bytenr >> 12) with
+filesystem's hidden extent-cache inode (indexed by disk bytenr >> 12, and
+decompressed pages of compressed extents above 2^57: extent_place()) with
 a ``struct shared_folio`` descriptor in ->private; an *alias* is a
 ``struct sf_alias`` (a struct page allocated from slab, below the vmemmap)
 in a file's page cache, pointing at its physical folio.
@@ -40,7 +41,12 @@ DEFAULT_MAX_SHARING = 256	# mm/shared_folio.c: max_sharing
 ALIAS_LIST_LIMIT = 1 << 16	# never read more of a descriptor's list
 VMA_WALK_LIMIT = 1 << 20	# never read more VMAs of one mapping
 
-Shared = namedtuple("Shared", "fs bytenr folio pfn sf aliases")
+# bytenr: the page's logical address, or for a page of a compressed extent
+# the extent's; zoff: None, or the page's offset in the decompressed data.
+Shared = namedtuple("Shared", "fs bytenr zoff folio pfn sf aliases")
+# The extent cache's index space ("DOC: btrfs extent cache index space").
+COMP_BASE = 1 << 57
+MAX_UNCOMPRESSED = 128 << 10
 CacheEntry = namedtuple("CacheEntry", "index kind folio pfn physical")
 # A present page-table entry: the PFN it maps at the address looked up,
 # its R/W and dirty bits, and the size it maps (4 KiB, 2 MiB, 1 GiB).
@@ -223,9 +229,26 @@ def folio_aliases(prog, sf):
                                            node), alias_walk_limit(prog, sf)))
 
 
+def extent_place(fs_info, index):
+    """(bytenr, zoff) of extent-cache page index: its logical address and
+    None, or for a decompressed page its compressed extent's logical address
+    and its offset in the decompressed data."""
+    pos = index << PAGE_SHIFT
+    if pos < COMP_BASE:
+        return pos, None
+    sector = (pos - COMP_BASE) // MAX_UNCOMPRESSED
+    return sector * fs_info.sectorsize.value_(), (pos - COMP_BASE) % MAX_UNCOMPRESSED
+
+
+def place_str(bytenr, zoff):
+    return ("bytenr %#x" % bytenr if zoff is None
+            else "compressed extent %#x + %#x" % (bytenr, zoff))
+
+
 def shared(prog, fs_info, index, folio, sf):
     """The Shared tuple of an extent-cache folio with descriptor sf."""
-    return Shared(fs_info, index << PAGE_SHIFT, folio, folio_pfn(prog, folio), sf,
+    bytenr, zoff = extent_place(fs_info, index)
+    return Shared(fs_info, bytenr, zoff, folio, folio_pfn(prog, folio), sf,
                   folio_aliases(prog, sf))
 
 
@@ -653,12 +676,13 @@ def audit(prog, counted=None):
             if sf is None:
                 # no descriptor, no alias, so no PTE may map it
                 if folio_mapcount(prog, f):
-                    bad.append("extent-cache pfn %#x (bytenr %#x): no descriptor but mapped"
-                               " %d times" % (folio_pfn(prog, f), index << PAGE_SHIFT,
+                    bad.append("extent-cache pfn %#x (%s): no descriptor but mapped"
+                               " %d times" % (folio_pfn(prog, f),
+                                              place_str(*extent_place(fs, index)),
                                               folio_mapcount(prog, f)))
                 continue
             s = shared(prog, fs, index, f, sf)
-            where = "physical pfn %#x (bytenr %#x)" % (s.pfn, s.bytenr)
+            where = "physical pfn %#x (%s)" % (s.pfn, place_str(s.bytenr, s.zoff))
             nfolios += 1
             naliases += len(s.aliases)
             if f.mapping != ec:

@@ -132,6 +132,7 @@ static struct {
 	int racers;		/* reader threads per worker racing the operations */
 	int mmap_weight;	/* -m: the mmap operations' weights times this */
 	bool quiet;
+	bool compressible;	/* -Z: data a compress= mount compresses */
 	double progress;	/* -p: a progress line every this many seconds */
 	long corrupt_at;	/* self-test: falsify the model at this op */
 	const char *save;	/* -c: checkpoint to SAVE.w<N> at the end */
@@ -301,6 +302,10 @@ static void check(const struct mfile *f, const char *what, size_t off,
 		mismatch(f, what, off, got, len);
 }
 
+/*
+ * Random bytes; with -Z, random letters of four, 2 bits of entropy a byte,
+ * which btrfs compresses (and every page still differs from every other).
+ */
 static void fill(unsigned char *p, size_t len)
 {
 	uint64_t x = rnd() | 1;
@@ -313,6 +318,8 @@ static void fill(unsigned char *p, size_t len)
 			x ^= x << 17;
 		}
 		p[i] = x >> ((i & 7) * 8);
+		if (opt.compressible)
+			p[i] = 'a' + (p[i] & 3);
 	}
 }
 
@@ -2162,6 +2169,7 @@ static void usage(void)
 		"  -H MB       a memory hog of MB in the background\n"
 		"  -R N        N reader threads per worker racing its operations (0-8)\n"
 		"  -q          quiet: print nothing on success\n"
+		"  -Z          compressible data (for a compress= mount; still random)\n"
 		"  -p SECONDS  a progress line every SECONDS: operations so far and per second\n"
 		"  -X OP       self-test: falsify the model after operation OP (must fail)\n"
 		"  -c FILE     checkpoint: at the end, save the state to FILE.w<N> and mark DIR\n"
@@ -2179,7 +2187,7 @@ int main(int argc, char **argv)
 	int c, i, failed = 0;
 	long total = 0, all = 0;
 
-	while ((c = getopt(argc, argv, "s:n:t:P:f:l:V:Mm:DSCBH:R:X:c:r:p:qh")) != -1) {
+	while ((c = getopt(argc, argv, "s:n:t:P:f:l:V:Mm:DSCBH:R:X:c:r:p:qZh")) != -1) {
 		switch (c) {
 		case 's': opt.seed = strtoull(optarg, NULL, 0); break;
 		case 'n': opt.ops = strtol(optarg, NULL, 0); break;
@@ -2197,6 +2205,7 @@ int main(int argc, char **argv)
 		case 'H': opt.hog_mb = atol(optarg); break;
 		case 'R': opt.racers = atoi(optarg); break;
 		case 'q': opt.quiet = true; break;
+		case 'Z': opt.compressible = true; break;
 		case 'p': opt.progress = strtod(optarg, NULL); break;
 		case 'X': opt.corrupt_at = atol(optarg); break;
 		case 'c': opt.save = abspath(optarg); break;
