@@ -21,8 +21,9 @@
  * read_iter and splice_read before filemap_read() / filemap_splice_read():
  * for each page of the read with nothing in the page cache, the extent map
  * says where the data lives.  Excluded, so read privately as before:
- * holes, inline and preallocated extents, NODATASUM and NODATACOW inodes, fs-verity files, the free-space and data-relocation
- * inodes, and sectorsize != PAGE_SIZE.  So are extents no other file
+ * holes, inline and preallocated extents, NODATASUM and NODATACOW
+ * inodes, fs-verity files, the free-space and data-relocation inodes,
+ * and sectorsize != PAGE_SIZE.  So are extents no other file
  * references (btrfs_sf_em_shared()): sharing them would only cost.
  *
  * Writes never reach shared memory: the mm replaces an alias by a private
@@ -272,6 +273,7 @@ int btrfs_sf_init(struct btrfs_fs_info *fs_info)
 	xa_init_flags(&fs_info->sf_owners, XA_FLAGS_ACCOUNT);
 	mutex_init(&fs_info->sf_promote_mutex);
 	atomic_long_set(&fs_info->sf_nr_owners, 0);
+	atomic_long_set(&fs_info->sf_decompressions, 0);
 	xa_init(&fs_info->sf_snap_src);
 	mutex_init(&fs_info->sf_domain_mutex);
 	inode = btrfs_sf_new_cache(fs_info);
@@ -496,10 +498,16 @@ static bool btrfs_sf_em_eligible(const struct extent_map *em)
 	if (em->disk_bytenr >= EXTENT_MAP_LAST_BYTE ||
 	    (em->flags & EXTENT_FLAG_PREALLOC))
 		return false;
+	/*
+	 * A compressed reference must lie inside its extent's data: the
+	 * tree-checker does not check that, and beyond it the page would be
+	 * another extent's region.
+	 */
 	if (extent_map_is_compressed(em))
 		return em->disk_bytenr < BTRFS_SF_COMP_BASE &&
 		       em->ram_bytes <= BTRFS_MAX_UNCOMPRESSED &&
-		       PAGE_ALIGNED(em->ram_bytes);
+		       PAGE_ALIGNED(em->ram_bytes) &&
+		       em->offset + em->len <= em->ram_bytes;
 	return btrfs_extent_map_block_start(em) + em->len <= BTRFS_SF_COMP_BASE;
 }
 
@@ -746,7 +754,8 @@ static void btrfs_sf_submit(struct btrfs_sf_bio *sb)
 /*
  * Queue the read of locked physical @folio at @bytenr.  The bio belongs to
  * the extent cache's inode, whose "file offset" is the logical address:
- * repair and its messages then name the logical range.
+ * repair and its messages then name the logical range (for a compressed
+ * extent, its region: DOC: btrfs extent cache index space).
  */
 static void btrfs_sf_queue_read(struct btrfs_fs_info *fs_info, struct btrfs_sf_bio *sb,
 				struct inode *cache, struct folio *folio, u64 bytenr)
@@ -904,9 +913,10 @@ out:
  * The region's range lock in the extent cache's io_tree keeps two readers
  * of one extent from mapping it at once; its holder only try-locks folios,
  * so waiting for it under the batch's folio locks is safe.  The extent map
- * ends where the bio does, so that btrfs_submit_compressed_read() adds no
- * pages of its own (add_ra_bio_pages() would attach btrfs private data to
- * them and lock the range we hold).
+ * ends at file_offset + bi_size, where add_ra_bio_pages() would start
+ * adding pages of its own (it would attach btrfs private data to them and
+ * lock the range we hold): with pages skipped in between, the last page
+ * of the bio ends later than that.
  */
 static void btrfs_sf_read_compressed(struct btrfs_fs_info *fs_info,
 				     struct inode *cache,
@@ -960,13 +970,13 @@ static void btrfs_sf_read_compressed(struct btrfs_fs_info *fs_info,
 			bbio->bio.bi_iter.bi_sector = item->disk_bytenr >> SECTOR_SHIFT;
 			bbio->inode = ci;
 			bbio->file_offset = pos;
+		}
+		bio_add_folio_nofail(&bbio->bio, folio, PAGE_SIZE, 0);
+		if (pos == item->cpos) {
+			item->read = true;
 			if (mark)
 				folio_set_readahead(folio);
 		}
-		bio_add_folio_nofail(&bbio->bio, folio, PAGE_SIZE, 0);
-		em->len = pos + PAGE_SIZE - base;
-		if (pos == item->cpos)
-			item->read = true;
 keep:
 		/* The page cache's reference and the lock keep the others. */
 		if (pos == item->cpos)
@@ -976,6 +986,7 @@ keep:
 	}
 	if (bbio) {
 		/* The extent map is only looked up while submitting. */
+		em->len = bbio->file_offset + bbio->bio.bi_iter.bi_size - base;
 		ret = btrfs_replace_extent_map_range(ci, em, false);
 		if (ret) {
 			btrfs_bio_end_io(bbio, errno_to_blk_status(ret));
@@ -1035,9 +1046,13 @@ again:
 		}
 	}
 	if (item->compress) {
-		/* In flight or cached: btrfs_sf_install() waits. */
+		/*
+		 * In flight or cached: btrfs_sf_install() waits.  One in flight
+		 * is read for this batch, or another, but it was no hit.
+		 */
 		if (!IS_ERR(folio) && (folio_test_locked(folio) ||
 				       folio_test_uptodate(folio))) {
+			item->read = !folio_test_uptodate(folio);
 			item->folio = folio;
 			return;
 		}
@@ -1267,7 +1282,7 @@ static bool btrfs_sf_cached(struct address_space *mapping, pgoff_t index)
 
 /*
  * Which pages of [@first, @last] are missing from the file's page cache and
- * live in a shareable extent, and at which logical address?  Fills @items
+ * live in a shareable extent, and where in the extent cache?  Fills @items
  * (room for BTRFS_SF_MAX_BATCH) and returns how many.  Records the private
  * extents it meets, so that later reads skip them without a lookup.
  */
@@ -1286,7 +1301,7 @@ static unsigned int btrfs_sf_collect(struct btrfs_inode *inode, struct inode *ca
 		u64 off = (u64)idx << PAGE_SHIFT;
 		struct extent_map *em;
 		bool share, from_owner;
-		s64 owner_base, pos;
+		s64 owner_base = 0, pos;
 		pgoff_t em_last;
 
 		em = btrfs_get_extent(inode, NULL, off, end + 1 - off);
