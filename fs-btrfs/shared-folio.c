@@ -23,7 +23,8 @@
  * says where the data lives.  Excluded, so read privately as before:
  * holes, inline and preallocated extents, NODATASUM and NODATACOW
  * inodes, fs-verity files, the free-space and data-relocation inodes,
- * and sectorsize != PAGE_SIZE.  So are extents no other file
+ * sectorsize != PAGE_SIZE, and the compressed references that do not fit
+ * the index space (btrfs_sf_em_eligible()).  So are extents no other file
  * references (btrfs_sf_em_shared()): sharing them would only cost.
  *
  * Writes never reach shared memory: the mm replaces an alias by a private
@@ -205,6 +206,8 @@ struct btrfs_sf_item {
 	struct folio *folio;	/* physical, referenced */
 	u32 disk_len;		/* compressed: the extent's size on disk */
 	u32 ram_len;		/* compressed: its uncompressed size */
+	u32 ref_start;		/* compressed: the file's reference, */
+	u32 ref_end;		/* [start, end) in the uncompressed data */
 	u8 compress;		/* enum btrfs_compression_type */
 	bool read;		/* we submitted its read */
 	bool promoted;		/* the owner's folio, promoted */
@@ -905,10 +908,13 @@ out:
 
 /*
  * Read the compressed extent of @item into the extent cache: every page of
- * its region that is missing or failed before, in one compressed read
- * (DOC: btrfs extent cache index space).  @item gets its page, referenced,
- * in flight or cached.  The folios stay locked until btrfs_sf_end_read();
- * pages without memory are left to the private path.
+ * the file's reference to it that is missing or failed before, in one
+ * compressed read (DOC: btrfs extent cache index space).  Not the rest of
+ * the region: nobody may read it, and the reader's memcg would pay for it.
+ * Not the pages @b's owner caches privately: they are to be promoted.
+ * @item gets its page, referenced, in flight or cached.  The folios stay
+ * locked until btrfs_sf_end_read(); pages without memory are left to the
+ * private path.
  *
  * The region's range lock in the extent cache's io_tree keeps two readers
  * of one extent from mapping it at once; its holder only try-locks folios,
@@ -919,7 +925,7 @@ out:
  * of the bio ends later than that.
  */
 static void btrfs_sf_read_compressed(struct btrfs_fs_info *fs_info,
-				     struct inode *cache,
+				     struct inode *cache, struct btrfs_sf_batch *b,
 				     struct btrfs_sf_item *item, bool mark)
 {
 	struct btrfs_inode *ci = BTRFS_I(cache);
@@ -944,7 +950,11 @@ static void btrfs_sf_read_compressed(struct btrfs_fs_info *fs_info,
 	extent_map_set_compression(em, item->compress);
 
 	btrfs_lock_extent(&ci->io_tree, base, end, &cached_state);
-	for (pos = base; pos <= end; pos += PAGE_SIZE) {
+	for (pos = base + item->ref_start; pos < base + item->ref_end; pos += PAGE_SIZE) {
+		if (pos != item->cpos && b->owner && item->owner_pos >= 0 &&
+		    btrfs_sf_owner_has_private(b->owner,
+					       item->owner_pos + (pos - item->cpos)))
+			continue;
 		folio = filemap_get_folio(ec, pos >> PAGE_SHIFT);
 		if (!IS_ERR(folio)) {
 			if (folio_test_uptodate(folio) || !folio_trylock(folio))
@@ -979,10 +989,14 @@ static void btrfs_sf_read_compressed(struct btrfs_fs_info *fs_info,
 		}
 keep:
 		/* The page cache's reference and the lock keep the others. */
-		if (pos == item->cpos)
-			item->folio = folio;
-		else
+		if (pos != item->cpos) {
 			folio_put(folio);
+			continue;
+		}
+		/* Another reader's, in flight: no hit either. */
+		if (!item->read)
+			item->read = !folio_test_uptodate(folio);
+		item->folio = folio;
 	}
 	if (bbio) {
 		/* The extent map is only looked up while submitting. */
@@ -1059,7 +1073,7 @@ again:
 		if (!IS_ERR(folio))
 			folio_put(folio);
 		btrfs_sf_submit(sb);
-		btrfs_sf_read_compressed(fs_info, cache, item, mark);
+		btrfs_sf_read_compressed(fs_info, cache, b, item, mark);
 		return;
 	}
 	if (IS_ERR(folio)) {
@@ -1347,6 +1361,8 @@ static unsigned int btrfs_sf_collect(struct btrfs_inode *inode, struct inode *ca
 			items[nr].disk_bytenr = em->disk_bytenr;
 			items[nr].disk_len = em->disk_num_bytes;
 			items[nr].ram_len = em->ram_bytes;
+			items[nr].ref_start = em->offset;
+			items[nr].ref_end = em->offset + em->len;
 			items[nr].compress = extent_map_compression(em);
 			/* The owner's position: the same offset in the extent's data. */
 			pos = owner_base + (s64)(em->offset + (off - em->start));
