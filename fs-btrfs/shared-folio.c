@@ -196,7 +196,7 @@
  */
 #define BTRFS_SF_MAX_OWNERS	(256UL << 10)
 /* Where compressed extents' regions start (DOC: btrfs extent cache index space). */
-#define BTRFS_SF_COMP_BASE	(1ULL << 57)
+#define BTRFS_SF_COMP_BASE	BIT_ULL(57)
 
 struct btrfs_sf_item {
 	pgoff_t index;		/* in the file */
