@@ -103,6 +103,14 @@ gen_data() {
 	[ "$(stat -c %s "$1")" = $(( $2 * 1048576 )) ] || fail "gen_data $1 $2 MiB"
 }
 
+# Compressible text, every page different from every other (btrfs
+# compresses it about tenfold): gen_text FILE MIB
+gen_text() {
+	seq -f '%015.0f compressible text of a shared file' 0 $(($2 * 1048576 / 48 + 1)) |
+		head -c "$(( $2 * 1048576 ))" >"$1"
+	[ "$(stat -c %s "$1")" = $(( $2 * 1048576 )) ] || fail "gen_text $1 $2 MiB"
+}
+
 # The sysfs directory of the btrfs mounted on $SCRATCH_MNT.
 btrfs_sysfs() {
 	local uuid
