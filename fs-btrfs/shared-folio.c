@@ -99,8 +99,8 @@
  *   file misses, the owner's cached folio is *promoted*
  *   (shared_folio_promote()): moved into the extent cache without I/O or
  *   a copy, the owner getting an alias in its place.  The owner's PTEs of
- *   the page are zapped first (a frozen folio must have none) and its
- *   processes fault it in again through the alias: the same PFN.  Pages
+ *   the page become migration entries while it moves (a frozen folio must
+ *   have none) and then map it again, read-only: the same PFN.  Pages
  *   the owner does not have are read into the extent cache.  An owner
  *   that is not in memory any more hands the record to the reader.
  * - Every lock of the owner is try-locked (its invalidate lock,
@@ -868,29 +868,24 @@ static struct folio *btrfs_sf_promote(struct btrfs_inode *owner, u64 pos,
 		btrfs_free_extent_map(em);
 	}
 	/*
-	 * The owner's processes fault the page in again, through the alias
-	 * (shared_folio_promote() moves only an unmapped folio).  A dirty
-	 * PTE would dirty the folio here, which then stays private.  Not an
-	 * mlocked page: unmapping it would undo the owner's mlock.  Other
-	 * references (beyond the xarray's, ours, the private data's, the
-	 * PTEs' and one LRU batch's) would keep it private: not worth the
-	 * owner's PTEs.
+	 * The owner's processes keep mapping the page, read-only, now
+	 * through the alias (shared_folio_promote() moves the PTEs with
+	 * migration entries).  Not an mlocked page: the owner's mlock would
+	 * pin the other sharers' page.  Other references (beyond the
+	 * xarray's, ours, the private data's, the PTEs' and one LRU batch's)
+	 * would fail the move: not worth a walk of the owner's PTEs.
 	 */
 	if (folio_test_mlocked(folio) || folio_maybe_dma_pinned(folio) ||
 	    folio_ref_count(folio) > 3 + folio_test_private(folio) +
 				     folio_mapcount(folio))
 		ok = false;
-	if (ok && folio_mapped(folio))
-		unmap_mapping_pages(mapping, folio->index, 1, false);
-	if (ok && !folio_mapped(folio) && !folio_test_dirty(folio)) {
+	if (ok) {
 		clear_folio_extent_mapped(folio);
 		ok = !shared_folio_promote(folio, cache->i_mapping,
 					   cpos >> PAGE_SHIFT, &fs_info->sf_stats,
 					   BTRFS_SF_LOCKED_GFP);
 		if (!ok)
 			set_folio_extent_mapped(folio);
-	} else {
-		ok = false;
 	}
 	btrfs_unlock_extent(&owner->io_tree, pos, end, &cached_state);
 unlock:

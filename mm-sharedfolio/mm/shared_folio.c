@@ -118,6 +118,8 @@
  * nothing allocates with reclaim under either (see shared_folio_prealloc()).
  * A fault takes the alias lock under the mmap lock (or the VMA lock), as
  * for any page-cache folio; the rmap walk only try-locks aliases.
+ * Promotion locks the new alias before it is published and holds it until
+ * the moved folio's PTEs are back (remove_migration_ptes()).
  * Migration try-locks every alias of a physical folio and holds them until
  * the folio is moved or restored; while a batch is being migrated it
  * allocates new folios with them held, as it does with the old folios'
@@ -467,6 +469,7 @@ EXPORT_SYMBOL_GPL(shared_folio_add_alias);
 /* Undo sf_alias_init() of an alias that never entered a mapping. */
 static void sf_alias_discard(struct sf_alias *a, struct folio *folio)
 {
+	__folio_clear_locked(sf_alias_to_folio(a));
 	sf_alias_to_folio(a)->mapping = NULL;
 	folio_put(folio);
 	kmem_cache_free(sf_alias_cache, a);
@@ -526,7 +529,7 @@ static int sf_folio_move_to_cache(struct folio *folio,
 
 /**
  * shared_folio_promote() - make a file's private folio a physical folio
- * @folio: locked, unmapped page-cache folio of a file, clean and uptodate
+ * @folio: locked page-cache folio of a file, clean and uptodate
  * @cache: the extent cache's mapping
  * @index: the index of @folio's data in @cache
  * @stats: @cache's counters
@@ -550,10 +553,14 @@ static int sf_folio_move_to_cache(struct folio *folio,
  * and the new alias's (a reader, a pipe, GUP, an LRU batch) makes this
  * fail with -EBUSY.  Lockless lookups in the file and in @cache retry
  * meanwhile and find the alias, or @folio in @cache.  For the same reason
- * @folio must not be mapped (the caller zaps its PTEs first,
- * unmap_mapping_folio()): a concurrent zap would put a frozen folio.
- * The processes that mapped it fault it in again, read-only, through the
- * alias: the same PFN.
+ * no PTE may map @folio while it is frozen (a concurrent zap would put
+ * it): as migration does, its PTEs become migration entries first
+ * (try_to_migrate()), and after the move they map it again, found
+ * through the new alias (remove_migration_ptes()), or as before if it
+ * stays private.  A process that maps @folio keeps mapping the same page,
+ * read-only: the file must write-notify its shared mappings
+ * (->page_mkwrite), so that a clean folio has no writable PTE.  A fault
+ * on a migration entry meanwhile waits for @folio's lock.
  *
  * The caller vouches that @folio holds the data of @index in @cache (for
  * btrfs: the file's extent map, looked up under its extent range lock) and
@@ -561,9 +568,9 @@ static int sf_folio_move_to_cache(struct folio *folio,
  * writers and new PTEs out; a path that found @folio in the file before
  * finds ->mapping changed once it holds the lock, as after a truncate.
  *
- * Left private (-EBUSY): a mapped, dirty, writeback, mlocked, large or
- * poisoned folio, one with private data, one with other references, one
- * of an unevictable mapping.
+ * Left private (-EBUSY): a dirty, writeback, mlocked, large or poisoned
+ * folio, one with private data, one with other references (pinned, for
+ * one), one of an unevictable mapping, one a PTE dirtied meanwhile.
  *
  * Context: process context, @folio locked; allocates with @gfp.
  * Return: 0, -EBUSY, -EEXIST if @cache has a folio at @index, -ENOMEM.
@@ -576,6 +583,7 @@ int shared_folio_promote(struct folio *folio, struct address_space *cache,
 	struct shared_folio_prealloc pa = { };
 	struct mem_cgroup *old;
 	struct shared_folio *sf;
+	bool migrated = false;
 	struct sf_alias *a;
 	int ret;
 
@@ -586,7 +594,7 @@ int shared_folio_promote(struct folio *folio, struct address_space *cache,
 	    folio_test_dirty(folio) || folio_test_writeback(folio) ||
 	    folio_test_mlocked(folio) || folio_test_private(folio) ||
 	    folio_test_private_2(folio) || folio_test_hwpoison(folio) ||
-	    folio_mapped(folio) || mapping_unevictable(mapping))
+	    folio_maybe_dma_pinned(folio) || mapping_unevictable(mapping))
 		return -EBUSY;
 
 	old = set_active_memcg(folio_memcg(folio));
@@ -599,13 +607,26 @@ int shared_folio_promote(struct folio *folio, struct address_space *cache,
 	sf = pa.sf;
 	a = pa.sfa;
 	sf_descriptor_prepare(sf, stats);
-	sf_alias_init(a, folio, sf, mapping, folio->index);
+	/*
+	 * Locked before anyone can see it, so that remove_migration_ptes()
+	 * walks it (sf_folio_rmap_walk() with every alias locked).
+	 */
+	__folio_set_locked(sf_alias_init(a, folio, sf, mapping, folio->index));
+	if (folio_mapped(folio)) {
+		migrated = true;
+		try_to_migrate(folio, 0);
+		/* A dirty PTE dirtied the folio: its data is not the extent's. */
+		if (folio_mapped(folio) || folio_test_dirty(folio)) {
+			ret = -EBUSY;
+			goto discard;
+		}
+	}
 	ret = sf_folio_move_to_cache(folio, cache, index, a, gfp);
 	if (ret == -EBUSY && folio_ref_count(folio) == 4) {
 		/*
 		 * One reference too many: most likely this CPU's LRU batch
-		 * (a young PTE the caller zapped activates the folio).  Other
-		 * CPUs' batches are the caller's to drain, before the lock.
+		 * (a reader marked the folio accessed).  Other CPUs' batches
+		 * are the caller's to drain, before the lock.
 		 */
 		lru_add_drain();
 		ret = sf_folio_move_to_cache(folio, cache, index, a, gfp);
@@ -619,10 +640,16 @@ int shared_folio_promote(struct folio *folio, struct address_space *cache,
 	 * updates it (sf_alias_unaccount()).
 	 */
 	sf_descriptor_attach(folio, sf);
+	if (migrated)
+		remove_migration_ptes(folio, folio, RMP_LOCKED);
+	folio_unlock(sf_alias_to_folio(a));
 	shared_folio_count_promotions(stats, 1);
 	return 0;
 
 discard:
+	/* Still the file's own folio: its PTEs come back as they were. */
+	if (migrated)
+		remove_migration_ptes(folio, folio, 0);
 	sf_alias_discard(a, folio);
 	kfree(sf);
 	return ret;

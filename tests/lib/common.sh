@@ -111,6 +111,9 @@ gen_text() {
 	[ "$(stat -c %s "$1")" = $(( $2 * 1048576 )) ] || fail "gen_text $1 $2 MiB"
 }
 
+# FILE holds STR at byte OFF: bytes_are FILE OFF STR
+bytes_are() { dd if="$1" bs=1 skip="$2" count=${#3} status=none | cmp -s - <(printf %s "$3"); }
+
 # The sysfs directory of the btrfs mounted on $SCRATCH_MNT.
 btrfs_sysfs() {
 	local uuid
