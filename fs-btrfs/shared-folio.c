@@ -1228,12 +1228,24 @@ static bool btrfs_sf_claim(struct btrfs_inode *inode, const struct extent_map *e
 		return true;	/* as without lazy sharing */
 	if (!o) {
 		owner = NULL;
-		/* Cached before it was shared: that file owns it, shared. */
-		if (!b->owner && btrfs_sf_candidate(inode, &me, &cur)) {
-			owner = btrfs_sf_owner_inode(fs_info, &cur);
+		/*
+		 * Cached before it was shared: that file owns it, shared.  Also
+		 * when the batch has an owner already (it crosses from an
+		 * extent with a record into one without, such as an extent the
+		 * owner's readahead cached ahead of its reads): the reader
+		 * must not become the owner of what another file caches, or it
+		 * reads privately and its readahead runs ahead of sharing.
+		 */
+		if (btrfs_sf_candidate(inode, &me, &cur)) {
+			if (b->owner && btrfs_root_id(b->owner->root) == cur.root &&
+			    btrfs_ino(b->owner) == cur.ino)
+				owner = b->owner;
+			else
+				owner = btrfs_sf_owner_inode(fs_info, &cur);
 			if (owner && !btrfs_sf_owner_cached(owner, cur.base,
 							    em->offset, em->len)) {
-				btrfs_add_delayed_iput(owner);
+				if (owner != b->owner)
+					btrfs_add_delayed_iput(owner);
 				owner = NULL;
 			}
 		}
@@ -1248,9 +1260,13 @@ static bool btrfs_sf_claim(struct btrfs_inode *inode, const struct extent_map *e
 				atomic_long_inc(&fs_info->sf_nr_owners);
 			}
 		}
-		if (owner)
+		if (!owner)
+			return !o;
+		if (!b->owner || owner == b->owner)
 			goto adopt;
-		return !o;
+		/* One owner a batch: this one's pages are promoted later. */
+		btrfs_add_delayed_iput(owner);
+		return true;
 	}
 	if (cur.domain != me.domain)
 		return true;
