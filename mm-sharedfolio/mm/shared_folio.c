@@ -501,6 +501,8 @@ static int sf_folio_move_to_cache(struct folio *folio,
 		/* The file's xarray, the caller and the alias: nobody else. */
 		if (xas_load(&xas) != folio || !folio_ref_freeze(folio, 3)) {
 			xas_unlock_irq(&xas);
+			/* A node allocated by an earlier pass. */
+			xas_destroy(&cxas);
 			return -EBUSY;
 		}
 		spin_lock_nested(&cache->i_pages.xa_lock, SINGLE_DEPTH_NESTING);
@@ -559,8 +561,11 @@ static int sf_folio_move_to_cache(struct folio *folio,
  * through the new alias (remove_migration_ptes()), or as before if it
  * stays private.  A process that maps @folio keeps mapping the same page,
  * read-only: the file must write-notify its shared mappings
- * (->page_mkwrite), so that a clean folio has no writable PTE.  A fault
- * on a migration entry meanwhile waits for @folio's lock.
+ * (->page_mkwrite), so that a clean folio has no writable PTE (a writable
+ * or dirty one found by folio_mkclean() leaves it dirty and private).  A
+ * fault on a migration entry meanwhile waits for @folio's lock, so a
+ * mapped folio's move never reclaims.  The caller checks what else a
+ * sharer may not see (for a file: the page holding EOF).
  *
  * The caller vouches that @folio holds the data of @index in @cache (for
  * btrfs: the file's extent map, looked up under its extent range lock) and
@@ -613,13 +618,29 @@ int shared_folio_promote(struct folio *folio, struct address_space *cache,
 	 */
 	__folio_set_locked(sf_alias_init(a, folio, sf, mapping, folio->index));
 	if (folio_mapped(folio)) {
-		migrated = true;
-		try_to_migrate(folio, 0);
-		/* A dirty PTE dirtied the folio: its data is not the extent's. */
-		if (folio_mapped(folio) || folio_test_dirty(folio)) {
+		/*
+		 * No writable or dirty PTE may come back on shared memory.  A
+		 * file that write-notifies has none on a clean folio; should
+		 * one have been there, it wrote the folio: now dirty, private.
+		 */
+		if (folio_mkclean(folio)) {
+			folio_mark_dirty(folio);
 			ret = -EBUSY;
 			goto discard;
 		}
+		migrated = true;
+		try_to_migrate(folio, TTU_SYNC);
+		/* Poisoned meanwhile: hwpoison entries, not migration entries. */
+		if (folio_mapped(folio) || folio_test_dirty(folio) ||
+		    folio_test_hwpoison(folio)) {
+			ret = -EBUSY;
+			goto discard;
+		}
+		/*
+		 * Faults on the migration entries sleep on the folio lock
+		 * meanwhile: no reclaim (or memcg OOM) while they wait.
+		 */
+		gfp &= ~__GFP_DIRECT_RECLAIM;
 	}
 	ret = sf_folio_move_to_cache(folio, cache, index, a, gfp);
 	if (ret == -EBUSY && folio_ref_count(folio) == 4) {
