@@ -790,6 +790,7 @@ struct btrfs_sf_batch {
 	u32 domain;		/* the reader's, whose extent cache is used */
 	/* The first reader of an extent of this batch, for promotion. */
 	struct btrfs_inode *owner;
+	s64 owner_delta;	/* its file position minus the reader's */
 };
 
 /* Does @owner cache a private folio (not an alias) at file position @pos? */
@@ -1249,6 +1250,20 @@ static bool btrfs_sf_claim(struct btrfs_inode *inode, const struct extent_map *e
 				owner = NULL;
 			}
 		}
+		/*
+		 * Or the batch's owner, at the same distance from the reader
+		 * (the snapshot read first, the live file now: the live file
+		 * has no candidate).  Promotion checks its extent map.
+		 */
+		if (!owner && b->owner) {
+			cur = me;
+			cur.root = btrfs_root_id(b->owner->root);
+			cur.ino = btrfs_ino(b->owner);
+			cur.base = me.base + b->owner_delta;
+			if (btrfs_sf_owner_cached(b->owner, cur.base, em->offset,
+						  em->len))
+				owner = b->owner;
+		}
 		o = kmalloc(sizeof(*o), GFP_NOFS | __GFP_ACCOUNT);
 		if (o) {
 			*o = owner ? cur : me;
@@ -1292,6 +1307,7 @@ adopt:
 	/* The owner's own reads of the extent now go through the cache. */
 	btrfs_sf_set_private(owner, 0, 0);
 	b->owner = owner;
+	b->owner_delta = cur.base - me.base;
 	*from_owner = true;
 	*owner_base = cur.base;
 	return true;

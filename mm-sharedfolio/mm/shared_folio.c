@@ -529,6 +529,42 @@ static int sf_folio_move_to_cache(struct folio *folio,
 	return xas_error(&cxas);
 }
 
+static bool sf_pte_writable_one(struct folio *folio, struct vm_area_struct *vma,
+				unsigned long address, void *arg)
+{
+	DEFINE_FOLIO_VMA_WALK(pvmw, folio, vma, address, PVMW_SYNC);
+	bool *writable = arg;
+	pte_t pte;
+
+	while (page_vma_mapped_walk(&pvmw)) {
+		/* Order 0: never a PMD. */
+		pte = ptep_get(pvmw.pte);
+		if (pte_write(pte) || pte_dirty(pte)) {
+			*writable = true;
+			page_vma_mapped_walk_done(&pvmw);
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * Does a writable or dirty PTE map @folio, a locked order-0 folio of a
+ * file?  Only looks: unlike folio_mkclean(), which would have to dirty a
+ * folio whose PTE it cleaned, behind the filesystem's back.
+ */
+static bool sf_folio_mapped_writable(struct folio *folio)
+{
+	bool writable = false;
+	struct rmap_walk_control rwc = {
+		.rmap_one = sf_pte_writable_one,
+		.arg = &writable,
+	};
+
+	rmap_walk(folio, &rwc);
+	return writable;
+}
+
 /**
  * shared_folio_promote() - make a file's private folio a physical folio
  * @folio: locked page-cache folio of a file, clean and uptodate
@@ -561,8 +597,8 @@ static int sf_folio_move_to_cache(struct folio *folio,
  * through the new alias (remove_migration_ptes()), or as before if it
  * stays private.  A process that maps @folio keeps mapping the same page,
  * read-only: the file must write-notify its shared mappings
- * (->page_mkwrite), so that a clean folio has no writable PTE (a writable
- * or dirty one found by folio_mkclean() leaves it dirty and private).  A
+ * (->page_mkwrite), so that a clean folio has no writable PTE (should one
+ * be writable or dirty, the folio stays private and untouched).  A
  * fault on a migration entry meanwhile waits for @folio's lock, so a
  * mapped folio's move never reclaims.  The caller checks what else a
  * sharer may not see (for a file: the page holding EOF).
@@ -620,11 +656,10 @@ int shared_folio_promote(struct folio *folio, struct address_space *cache,
 	if (folio_mapped(folio)) {
 		/*
 		 * No writable or dirty PTE may come back on shared memory.  A
-		 * file that write-notifies has none on a clean folio; should
-		 * one have been there, it wrote the folio: now dirty, private.
+		 * file that write-notifies has none on a clean folio, and none
+		 * can appear under the folio lock.
 		 */
-		if (folio_mkclean(folio)) {
-			folio_mark_dirty(folio);
+		if (sf_folio_mapped_writable(folio)) {
 			ret = -EBUSY;
 			goto discard;
 		}
