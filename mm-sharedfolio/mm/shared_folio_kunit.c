@@ -775,6 +775,8 @@ static void sf_test_promote_in_place(struct kunit *test)
 	alias = filemap_get_folio(map, 2);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(alias));
 	KUNIT_EXPECT_TRUE(test, folio_is_sf_alias(alias));
+	/* Locked while it was published, unlocked before the return. */
+	KUNIT_EXPECT_FALSE(test, folio_test_locked(alias));
 	KUNIT_EXPECT_EQ(test, folio_pfn(alias), pfn);
 	KUNIT_EXPECT_TRUE(test, sf_test_filled(folio_address(alias), 0x3c));
 	other = filemap_get_folio(cache, 7);
