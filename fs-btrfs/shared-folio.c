@@ -631,6 +631,17 @@ static bool btrfs_sf_known_private(struct btrfs_inode *inode, u64 start, u64 end
 	       !test_bit(BTRFS_INODE_SF_REMAPPED, &inode->runtime_flags);
 }
 
+/* @em shares nothing, or is read privately: a run of them extends the range. */
+static void btrfs_sf_add_private(struct btrfs_inode *inode,
+				 const struct extent_map *em)
+{
+	if (READ_ONCE(inode->sf_private_end) == em->start &&
+	    btrfs_sf_known_private(inode, em->start - 1, em->start))
+		WRITE_ONCE(inode->sf_private_end, btrfs_extent_map_end(em));
+	else
+		btrfs_sf_set_private(inode, em->start, btrfs_extent_map_end(em));
+}
+
 /**
  * btrfs_sf_note_remap() - a clone or dedupe is about to share extents
  * @src: the source inode
@@ -1200,6 +1211,76 @@ static bool btrfs_sf_owner_cached(struct btrfs_inode *owner, s64 base,
 						    pos, end);
 }
 
+/**
+ * btrfs_sf_note_readahead() - private readahead is about to read a range
+ * @inode: the file
+ * @start: first byte of the readahead
+ * @end: last byte of the readahead
+ *
+ * Readahead reads ahead of the reader's read() calls, so btrfs_sf_populate()
+ * of a lazily private reader finds those pages cached and never claims
+ * their extents.  Without a record, the next file to read such an extent
+ * would take it as its own and read it privately too: two copies, and its
+ * readahead outruns sharing in turn (a file of 128 KiB compressed extents
+ * shared only its first).  So the first reader is recorded here for every
+ * shared extent of the range that has no record yet, as btrfs_sf_claim()
+ * records it (DOC: btrfs lazy sharing).  A record is a hint: a stale one
+ * costs a copy, never the wrong data.
+ *
+ * Context: btrfs_readahead(), with the range's extent range lock held.
+ */
+void btrfs_sf_note_readahead(struct btrfs_inode *inode, u64 start, u64 end)
+{
+	struct btrfs_fs_info *fs_info = inode->root->fs_info;
+	u64 cur = start;
+	u32 domain;
+
+	if (!READ_ONCE(fs_info->sf_lazy) || !btrfs_sf_inode_eligible(inode) ||
+	    btrfs_sf_known_private(inode, start, end + 1))
+		return;
+	domain = btrfs_sf_domain(fs_info, btrfs_root_id(inode->root));
+	while (cur <= end) {
+		struct extent_map *em = btrfs_get_extent(inode, NULL, cur,
+							 end + 1 - cur);
+		struct btrfs_sf_owner *o;
+		unsigned long key;
+		bool shared;
+
+		if (IS_ERR(em))
+			return;
+		if (btrfs_extent_map_end(em) <= cur) {
+			btrfs_free_extent_map(em);
+			return;
+		}
+		cur = btrfs_extent_map_end(em);
+		key = em->disk_bytenr >> PAGE_SHIFT;
+		if (!btrfs_sf_em_eligible(em) || xa_load(&fs_info->sf_owners, key) ||
+		    atomic_long_read(&fs_info->sf_nr_owners) >= BTRFS_SF_MAX_OWNERS) {
+			btrfs_free_extent_map(em);
+			continue;
+		}
+		o = NULL;
+		shared = btrfs_sf_em_shared(inode, em);
+		if (shared) {
+			o = kmalloc(sizeof(*o), GFP_NOFS | __GFP_ACCOUNT);
+			if (o) {
+				*o = btrfs_sf_me(inode, em, domain);
+				o->shared = false;
+				if (xa_insert(&fs_info->sf_owners, key, o, GFP_NOFS)) {
+					kfree(o);
+					o = NULL;
+				} else {
+					atomic_long_inc(&fs_info->sf_nr_owners);
+				}
+			}
+		}
+		/* Not shared, or ours now: later reads skip the lookups. */
+		if (o || !shared)
+			btrfs_sf_add_private(inode, em);
+		btrfs_free_extent_map(em);
+	}
+}
+
 /*
  * Should @inode read the shared extent of @em through the extent cache
  * (true), or privately, being its only reader (false)?  Records the first
@@ -1366,14 +1447,8 @@ static unsigned int btrfs_sf_collect(struct btrfs_inode *inode, struct inode *ca
 				filemap_range_has_page(cache->i_mapping, c,
 						       c + em->len - 1);
 		}
-		if (!share && em->disk_bytenr < EXTENT_MAP_LAST_BYTE) {
-			/* a run of private data extends the known private range */
-			if (READ_ONCE(inode->sf_private_end) == em->start &&
-			    btrfs_sf_known_private(inode, em->start - 1, em->start))
-				WRITE_ONCE(inode->sf_private_end, btrfs_extent_map_end(em));
-			else
-				btrfs_sf_set_private(inode, em->start, btrfs_extent_map_end(em));
-		}
+		if (!share && em->disk_bytenr < EXTENT_MAP_LAST_BYTE)
+			btrfs_sf_add_private(inode, em);
 		for (; idx <= em_last; idx++) {
 			void *entry;
 

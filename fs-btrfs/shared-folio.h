@@ -15,6 +15,7 @@ struct btrfs_root;
 int btrfs_sf_init(struct btrfs_fs_info *fs_info);
 void btrfs_sf_exit(struct btrfs_fs_info *fs_info);
 void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count);
+void btrfs_sf_note_readahead(struct btrfs_inode *inode, u64 start, u64 end);
 ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to, ssize_t already_read);
 vm_fault_t btrfs_sf_filemap_fault(struct vm_fault *vmf);
 void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info, u64 start, u64 len);
@@ -32,6 +33,8 @@ static inline int btrfs_sf_init(struct btrfs_fs_info *fs_info) { return 0; }
 static inline void btrfs_sf_exit(struct btrfs_fs_info *fs_info) { }
 static inline void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos,
 				     size_t count) { }
+static inline void btrfs_sf_note_readahead(struct btrfs_inode *inode,
+					   u64 start, u64 end) { }
 static inline ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to,
 				    ssize_t already_read)
 {
