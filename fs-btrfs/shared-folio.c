@@ -1749,6 +1749,45 @@ ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to, ssize_t already_r
 }
 
 /**
+ * btrfs_sf_prepare_write() - a buffered write is about to fill pages whole
+ * @inode: the file
+ * @pos: start of the chunk of the write that prepare_pages() prepares next
+ * @len: its length
+ * @force_uptodate: the first page is read before the write (after a short
+ *                  copy), so it is not filled whole
+ *
+ * Remove the aliases of the pages that [@pos, @pos + @len) covers whole,
+ * without copying their data (shared_folio_overwrite()): the write
+ * replaces it.  The pages at either end that the write covers only in
+ * part keep their alias, which the write unshares with a copy.
+ *
+ * Not for a NOWAIT write: removing an alias waits for its lock.  Removed
+ * before the chunk's pages are looked up and copied to, the aliases of
+ * pages that a short copy leaves unwritten are lost (their pages are read
+ * from the file, privately): cost only, and only when the copy from user
+ * memory faults.
+ *
+ * Context: process context, the inode lock held, no page locks.
+ */
+void btrfs_sf_prepare_write(struct btrfs_inode *inode, loff_t pos, size_t len,
+			    bool force_uptodate)
+{
+	struct btrfs_fs_info *fs_info = inode->root->fs_info;
+	struct address_space *mapping = inode->vfs_inode.i_mapping;
+	pgoff_t first = round_up(pos, PAGE_SIZE) >> PAGE_SHIFT;
+	pgoff_t end = (pos + len) >> PAGE_SHIFT;
+
+	/* The common cases: nothing cached, or no alias on this filesystem. */
+	if (!READ_ONCE(mapping->nrpages) ||
+	    !atomic_long_read(&fs_info->sf_stats.aliases))
+		return;
+	if (force_uptodate && !offset_in_page(pos))
+		first++;
+	if (first < end)
+		shared_folio_overwrite(mapping, first, end - 1);
+}
+
+/**
  * btrfs_sf_fault_wants_populate() - should a page fault populate first?
  * @inode: the file
  * @index: the faulting page

@@ -17,6 +17,8 @@ void btrfs_sf_exit(struct btrfs_fs_info *fs_info);
 void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count);
 void btrfs_sf_note_readahead(struct btrfs_inode *inode, u64 start, u64 end);
 ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to, ssize_t already_read);
+void btrfs_sf_prepare_write(struct btrfs_inode *inode, loff_t pos, size_t len,
+			    bool force_uptodate);
 vm_fault_t btrfs_sf_filemap_fault(struct vm_fault *vmf);
 void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info, u64 start, u64 len);
 void btrfs_sf_note_remap(struct btrfs_inode *src, u64 off,
@@ -40,6 +42,8 @@ static inline ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to,
 {
 	return filemap_read(iocb, to, already_read);
 }
+static inline void btrfs_sf_prepare_write(struct btrfs_inode *inode, loff_t pos,
+					  size_t len, bool force_uptodate) { }
 static inline vm_fault_t btrfs_sf_filemap_fault(struct vm_fault *vmf)
 {
 	return filemap_fault(vmf);

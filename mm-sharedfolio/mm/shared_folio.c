@@ -1083,6 +1083,109 @@ nomem:
 	return ERR_PTR(-ENOMEM);
 }
 
+/*
+ * Take a reference on each alias from @xas up to @last into @fbatch, under
+ * RCU, skipping private folios, shadow entries and aliases being freed.
+ * Return: true if @fbatch filled up first (@xas is paused: call again).
+ */
+static bool sf_mapping_grab_aliases(struct xa_state *xas, pgoff_t last,
+				    struct folio_batch *fbatch)
+{
+	struct folio *alias;
+	bool more = false;
+
+	rcu_read_lock();
+	xas_for_each(xas, alias, last) {
+		if (xas_retry(xas, alias))
+			continue;
+		if (xa_is_value(alias) || !folio_is_sf_alias(alias))
+			continue;
+		if (!folio_try_get(alias))
+			continue;
+		if (unlikely(alias != xas_reload(xas))) {
+			folio_put(alias);
+			continue;
+		}
+		if (!folio_batch_add(fbatch, alias)) {
+			xas_pause(xas);
+			more = true;
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return more;
+}
+
+/**
+ * shared_folio_overwrite() - remove the aliases a write will fill whole
+ * @mapping: the file's mapping
+ * @first: first index the write covers whole
+ * @last: last index it covers whole
+ *
+ * A buffered write that replaces whole pages needs neither the shared data
+ * nor a copy of it, yet sf_alias_unshare() would copy each page only for
+ * the write to overwrite it.  Called before the write looks its pages up,
+ * this removes the aliases in [@first, @last] as truncation does, zapping
+ * the file's PTEs of their physical pages first; the write then allocates
+ * its pages as for a file with nothing cached.  Each removal is counted as
+ * an unshare and as an overwrite.
+ *
+ * Only aliases are removed; a private folio in the range stays.  A reader
+ * that installs a new alias before the write gets to its page is harmless:
+ * the write unshares that one with a copy.  A write that then copies less
+ * than the whole page reads the page from its file (for btrfs,
+ * force_page_uptodate), whose extent still holds the shared data.
+ *
+ * Context: process context; sleeps (alias locks, i_mmap_rwsem).  No folio
+ * lock may be held; the caller may hold the inode lock, and pins @mapping
+ * (an open file).
+ * Return: how many aliases were removed.
+ */
+unsigned long shared_folio_overwrite(struct address_space *mapping,
+				     pgoff_t first, pgoff_t last)
+{
+	XA_STATE(xas, &mapping->i_pages, first);
+	struct shared_folio_stats *stats;
+	struct folio_batch fbatch;
+	unsigned long removed = 0;
+	unsigned long pfn;
+	struct folio *alias;
+	unsigned int i, nr;
+	pgoff_t index;
+	bool more;
+
+	if (first > last)
+		return 0;
+	folio_batch_init(&fbatch);
+	do {
+		more = sf_mapping_grab_aliases(&xas, last, &fbatch);
+
+		for (i = 0; i < folio_batch_count(&fbatch); i++) {
+			alias = fbatch.folios[i];
+			folio_lock(alias);
+			/* Locked, it stays in its mapping and linked, or it left. */
+			if (alias->mapping == mapping) {
+				stats = sf_alias_descriptor(folio_sf_alias(alias))->stats;
+				nr = sf_folio_nr_aliases(sf_alias_physical(alias));
+				pfn = folio_pfn(alias);
+				index = alias->index;
+				truncate_inode_folio(mapping, alias);
+				shared_folio_count_unshares(stats, 1);
+				shared_folio_count_overwrites(stats, 1);
+				trace_shared_folio_unshare(mapping, index, pfn,
+							   nr ? nr - 1 : 0);
+				removed++;
+			}
+			folio_unlock(alias);
+		}
+		/* The batch's references; may be the last of a removed alias. */
+		folios_put(&fbatch);
+		cond_resched();
+	} while (more);
+	return removed;
+}
+EXPORT_SYMBOL_GPL(shared_folio_overwrite);
+
 /* ==================== drop-behind ==================== */
 
 /**
@@ -1123,26 +1226,7 @@ unsigned long shared_folio_drop_behind(struct address_space *mapping,
 		return 0;
 	folio_batch_init(&fbatch);
 	do {
-		more = false;
-		rcu_read_lock();
-		xas_for_each(&xas, alias, last) {
-			if (xas_retry(&xas, alias))
-				continue;
-			if (xa_is_value(alias) || !folio_is_sf_alias(alias))
-				continue;
-			if (!folio_try_get(alias))
-				continue;
-			if (unlikely(alias != xas_reload(&xas))) {
-				folio_put(alias);
-				continue;
-			}
-			if (!folio_batch_add(&fbatch, alias)) {
-				xas_pause(&xas);
-				more = true;
-				break;
-			}
-		}
-		rcu_read_unlock();
+		more = sf_mapping_grab_aliases(&xas, last, &fbatch);
 
 		for (i = 0; i < folio_batch_count(&fbatch); i++) {
 			alias = fbatch.folios[i];

@@ -253,6 +253,56 @@ static void sf_test_unshare_on_write(struct kunit *test)
 	folio_put(folio);
 }
 
+/*
+ * A write that fills pages whole removes their aliases without a copy; a
+ * private folio in the range, and the other file's alias, stay.
+ */
+static void sf_test_overwrite_without_copy(struct kunit *test)
+{
+	struct sf_test_ctx *ctx = test->priv;
+	struct folio *a = sf_test_physical(test, 3, 0x33);
+	struct folio *b = sf_test_physical(test, 5, 0x55);
+	struct address_space *map0 = sf_test_map(test, 0);
+	struct address_space *map1 = sf_test_map(test, 1);
+	int base = folio_ref_count(a);
+	struct folio *priv, *other;
+
+	KUNIT_ASSERT_EQ(test, sf_test_add(a, map0, 8), 0);
+	KUNIT_ASSERT_EQ(test, sf_test_add(a, map1, 8), 0);
+	KUNIT_ASSERT_EQ(test, sf_test_add(b, map0, 10), 0);
+	folio_unlock(a);
+	folio_unlock(b);
+	priv = filemap_alloc_folio(GFP_KERNEL, 0);
+	KUNIT_ASSERT_NOT_NULL(test, priv);
+	KUNIT_ASSERT_EQ(test, filemap_add_folio(map0, priv, 9, GFP_KERNEL), 0);
+	folio_mark_uptodate(priv);
+	folio_unlock(priv);
+
+	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map0, 8, 10), 2);
+	KUNIT_EXPECT_EQ(test, map0->nrpages, 1);
+	other = filemap_get_folio(map0, 9);
+	KUNIT_ASSERT_PTR_EQ(test, other, priv);
+	folio_put(other);
+	folio_put(priv);	/* the reference filemap_alloc_folio() gave */
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(a), 1);
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(b), 0);
+	KUNIT_EXPECT_EQ(test, folio_ref_count(a), base + 1);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.unshares), 2);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.overwrites), 2);
+	KUNIT_EXPECT_TRUE(test, sf_test_filled(folio_address(a), 0x33));
+
+	other = filemap_get_folio(map1, 8);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(other));
+	KUNIT_EXPECT_TRUE(test, folio_is_sf_alias(other));
+	folio_put(other);
+
+	/* Nothing left to remove: a second call finds nothing. */
+	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map0, 0, SF_TEST_PAGES), 0);
+	truncate_inode_pages(map0, 0);
+	folio_put(a);
+	folio_put(b);
+}
+
 /* ->release_folio (reclaim) detaches every alias and the descriptor. */
 static void sf_test_release_detaches_all(struct kunit *test)
 {
@@ -791,6 +841,7 @@ static struct kunit_case shared_folio_test_cases[] = {
 	KUNIT_CASE(sf_test_alias_resolves_to_physical),
 	KUNIT_CASE(sf_test_truncate_frees_alias),
 	KUNIT_CASE(sf_test_unshare_on_write),
+	KUNIT_CASE(sf_test_overwrite_without_copy),
 	KUNIT_CASE(sf_test_release_detaches_all),
 	KUNIT_CASE(sf_test_busy_alias_pins_physical),
 	KUNIT_CASE(sf_test_mark_accessed_physical),

@@ -28,7 +28,8 @@
  *        (read before, possibly by a reader's asynchronous window)
  * @misses: physical folios read from disk to be shared, the asynchronous
  *          window's included, whether or not an alias was installed
- * @unshares: aliases replaced by a private copy
+ * @unshares: aliases replaced by a private page: a copy, or the page a
+ *            write fills whole (@overwrites)
  * @reclaims: aliases detached from their mapping: by reclaim of their
  *            physical folio, by its invalidation (extent freed, teardown)
  *            or by the memcg-aware alias shrinker
@@ -36,13 +37,15 @@
  *         shared_folio_drop_behind())
  * @promotions: private folios of a file made physical folios in place
  *              (shared_folio_promote())
+ * @overwrites: of @unshares, the aliases removed without a copy because a
+ *              write was about to fill their page (shared_folio_overwrite())
  *
  * The one place these are kept: the filesystem embeds it, keeps it alive
  * until its extent cache is empty, and reports it.  The two gauges
  * (@folios, @aliases) are kept by the mm core; the event counters are
  * updated only through the shared_folio_count_*() helpers, which also
- * count the system-wide vm events of /proc/vmstat (@drops and @promotions
- * have none).
+ * count the system-wide vm events of /proc/vmstat (@drops, @promotions
+ * and @overwrites have none).
  */
 struct shared_folio_stats {
 	atomic_long_t folios;
@@ -53,6 +56,7 @@ struct shared_folio_stats {
 	atomic_long_t reclaims;
 	atomic_long_t drops;
 	atomic_long_t promotions;
+	atomic_long_t overwrites;
 };
 
 static inline void shared_folio_count_hits(struct shared_folio_stats *stats,
@@ -93,6 +97,12 @@ static inline void shared_folio_count_promotions(struct shared_folio_stats *stat
 						 unsigned long nr)
 {
 	atomic_long_add(nr, &stats->promotions);
+}
+
+static inline void shared_folio_count_overwrites(struct shared_folio_stats *stats,
+						 unsigned long nr)
+{
+	atomic_long_add(nr, &stats->overwrites);
 }
 
 /**
@@ -164,6 +174,8 @@ int shared_folio_promote(struct folio *folio, struct address_space *cache,
 unsigned long shared_folio_drop_behind(struct address_space *mapping,
 				       pgoff_t first, pgoff_t last);
 unsigned long shared_folio_detach_mapping(struct address_space *mapping);
+unsigned long shared_folio_overwrite(struct address_space *mapping,
+				     pgoff_t first, pgoff_t last);
 
 DECLARE_STATIC_KEY_FALSE(shared_folio_drop_behind_key);
 
