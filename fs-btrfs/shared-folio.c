@@ -1756,12 +1756,13 @@ ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to, ssize_t already_r
  * @force_uptodate: the first page is read before the write (after a short
  *                  copy), so it is not filled whole
  *
- * Remove the aliases of the pages that [@pos, @pos + @len) covers whole,
- * without copying their data (shared_folio_overwrite()): the write
- * replaces it.  The pages at either end that the write covers only in
- * part keep their alias, which the write unshares with a copy.
+ * Replace the aliases of the pages that [@pos, @pos + @len) covers whole
+ * by private folios that are not uptodate, without copying their data
+ * (shared_folio_overwrite()): the write replaces it.  The pages at either
+ * end that the write covers only in part keep their alias, which the write
+ * unshares with a copy.
  *
- * Not for a NOWAIT write: removing an alias waits for its lock.  Removed
+ * Not for a NOWAIT write: replacing an alias waits for its lock.  Replaced
  * before the chunk's pages are looked up and copied to, the aliases of
  * pages that a short copy leaves unwritten are lost (their pages are read
  * from the file, privately): cost only, and only when the copy from user
@@ -1784,7 +1785,8 @@ void btrfs_sf_prepare_write(struct btrfs_inode *inode, loff_t pos, size_t len,
 	if (force_uptodate && !offset_in_page(pos))
 		first++;
 	if (first < end)
-		shared_folio_overwrite(mapping, first, end - 1);
+		shared_folio_overwrite(mapping, first, end - 1,
+				       btrfs_alloc_write_mask(mapping) | __GFP_WRITE);
 }
 
 /**

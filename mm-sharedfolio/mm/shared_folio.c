@@ -985,6 +985,62 @@ EXPORT_SYMBOL_GPL(shared_folio_detach_mapping);
 
 /* ==================== unshare ==================== */
 
+/*
+ * Put @new, a private folio allocated and charged for @mapping, in the place
+ * of @alias, which is locked, in @mapping, and no longer mapped there.  @new
+ * is marked uptodate if @uptodate (the caller filled it); otherwise its
+ * data is to be written whole (shared_folio_overwrite()) or read.  It ends
+ * on the LRU, unlocked, with the page cache's reference added to the
+ * caller's; @alias loses the page cache's.  Counted as an unshare (and, if
+ * not @uptodate, as an overwrite) and traced.
+ * Return: false, with @new unlocked and only the caller's reference, if
+ * @alias is not at its index.
+ */
+static bool sf_alias_replace(struct address_space *mapping, struct folio *alias,
+			     struct folio *new, bool uptodate)
+{
+	XA_STATE(xas, &mapping->i_pages, alias->index);
+	struct folio *folio = sf_alias_physical(alias);
+	struct shared_folio_stats *stats;
+	unsigned int nr;
+
+	__folio_set_locked(new);
+	if (uptodate)
+		__folio_mark_uptodate(new);
+	new->mapping = mapping;
+	new->index = alias->index;
+	folio_ref_add(new, 1);		/* the page cache's reference */
+
+	xas_lock_irq(&xas);
+	if (WARN_ON_ONCE(xas_load(&xas) != alias)) {
+		xas_unlock_irq(&xas);
+		new->mapping = NULL;
+		folio_ref_sub(new, 1);
+		__folio_clear_locked(new);
+		return false;
+	}
+	xas_store(&xas, new);
+	/* As if the alias was deleted and @new added, in one step. */
+	trace_mm_filemap_delete_from_page_cache(alias);
+	trace_mm_filemap_add_to_page_cache(new);
+	__lruvec_stat_mod_folio(new, NR_FILE_PAGES, 1);
+	nr = sf_folio_nr_aliases(folio);
+	stats = sf_alias_descriptor(folio_sf_alias(alias))->stats;
+	sf_alias_unaccount(alias);
+	alias->mapping = NULL;
+	xas_unlock_irq(&xas);
+
+	folio_add_lru(new);
+	folio_unlock(new);
+	shared_folio_count_unshares(stats, 1);
+	if (!uptodate)
+		shared_folio_count_overwrites(stats, 1);
+	trace_shared_folio_unshare(mapping, new->index, folio_pfn(folio),
+				   nr ? nr - 1 : 0);
+	folio_put(alias);	/* the page cache's reference */
+	return true;
+}
+
 /**
  * sf_alias_unshare() - replace an alias by a private copy
  * @mapping: the mapping the caller found @alias in
@@ -1010,11 +1066,8 @@ EXPORT_SYMBOL_GPL(shared_folio_detach_mapping);
 struct folio *sf_alias_unshare(struct address_space *mapping,
 			       struct folio *alias, gfp_t gfp)
 {
-	XA_STATE(xas, &mapping->i_pages, alias->index);
 	struct folio *folio = sf_alias_physical(alias);
-	struct shared_folio_stats *stats;
 	struct folio *new;
-	unsigned int nr = 0;
 	loff_t isize;
 	size_t tail;
 
@@ -1042,40 +1095,14 @@ struct folio *sf_alias_unshare(struct address_space *mapping,
 		tail = isize > folio_pos(alias) ? isize - folio_pos(alias) : 0;
 		folio_zero_segment(new, tail, PAGE_SIZE);
 	}
-	__folio_set_locked(new);
-	__folio_mark_uptodate(new);
-	new->mapping = mapping;
-	new->index = alias->index;
-	folio_ref_add(new, 1);		/* the page cache's reference */
-
-	xas_lock_irq(&xas);
-	if (WARN_ON_ONCE(xas_load(&xas) != alias)) {
-		xas_unlock_irq(&xas);
-		new->mapping = NULL;
-		folio_unlock(new);
-		folio_put_refs(new, 2);
+	if (!sf_alias_replace(mapping, alias, new, true)) {
+		folio_put(new);
 		folio_unlock(alias);
 		folio_put(alias);
 		return NULL;
 	}
-	xas_store(&xas, new);
-	/* As if the alias was deleted and @new added, in one step. */
-	trace_mm_filemap_delete_from_page_cache(alias);
-	trace_mm_filemap_add_to_page_cache(new);
-	__lruvec_stat_mod_folio(new, NR_FILE_PAGES, 1);
-	nr = sf_folio_nr_aliases(folio);
-	stats = sf_alias_descriptor(folio_sf_alias(alias))->stats;
-	sf_alias_unaccount(alias);
-	alias->mapping = NULL;
-	xas_unlock_irq(&xas);
-
-	folio_add_lru(new);
-	folio_unlock(new);
-	shared_folio_count_unshares(stats, 1);
-	trace_shared_folio_unshare(mapping, new->index, folio_pfn(folio),
-				   nr ? nr - 1 : 0);
 	folio_unlock(alias);
-	folio_put_refs(alias, 2);	/* the page cache's and the caller's */
+	folio_put(alias);	/* the caller's */
 	return new;
 
 nomem:
@@ -1084,109 +1111,185 @@ nomem:
 }
 
 /*
- * Take a reference on each alias from @xas up to @last into @fbatch, under
- * RCU, skipping private folios, shadow entries and aliases being freed.
- * Return: true if @fbatch filled up first (@xas is paused: call again).
+ * Call @fn on each alias of @mapping in [@first, @last], locked, still in
+ * @mapping and referenced; with @trylock, pass over an alias whose lock is
+ * taken.  The walk takes references under RCU, a folio batch at a time,
+ * passing over private folios, shadow entries and aliases being freed;
+ * @prep, if any, sees each batch before its aliases are locked, where it
+ * may allocate.
+ * Return: how many calls of @fn returned true.
  */
-static bool sf_mapping_grab_aliases(struct xa_state *xas, pgoff_t last,
-				    struct folio_batch *fbatch)
-{
-	struct folio *alias;
-	bool more = false;
-
-	rcu_read_lock();
-	xas_for_each(xas, alias, last) {
-		if (xas_retry(xas, alias))
-			continue;
-		if (xa_is_value(alias) || !folio_is_sf_alias(alias))
-			continue;
-		if (!folio_try_get(alias))
-			continue;
-		if (unlikely(alias != xas_reload(xas))) {
-			folio_put(alias);
-			continue;
-		}
-		if (!folio_batch_add(fbatch, alias)) {
-			xas_pause(xas);
-			more = true;
-			break;
-		}
-	}
-	rcu_read_unlock();
-	return more;
-}
-
-/**
- * shared_folio_overwrite() - remove the aliases a write will fill whole
- * @mapping: the file's mapping
- * @first: first index the write covers whole
- * @last: last index it covers whole
- *
- * A buffered write that replaces whole pages needs neither the shared data
- * nor a copy of it, yet sf_alias_unshare() would copy each page only for
- * the write to overwrite it.  Called before the write looks its pages up,
- * this removes the aliases in [@first, @last] as truncation does, zapping
- * the file's PTEs of their physical pages first; the write then allocates
- * its pages as for a file with nothing cached.  Each removal is counted as
- * an unshare and as an overwrite.
- *
- * Only aliases are removed; a private folio in the range stays.  A reader
- * that installs a new alias before the write gets to its page is harmless:
- * the write unshares that one with a copy.  A write that then copies less
- * than the whole page reads the page from its file (for btrfs,
- * force_page_uptodate), whose extent still holds the shared data.
- *
- * Context: process context; sleeps (alias locks, i_mmap_rwsem).  No folio
- * lock may be held; the caller may hold the inode lock, and pins @mapping
- * (an open file).
- * Return: how many aliases were removed.
- */
-unsigned long shared_folio_overwrite(struct address_space *mapping,
-				     pgoff_t first, pgoff_t last)
+static unsigned long
+sf_mapping_for_each_alias(struct address_space *mapping, pgoff_t first,
+			  pgoff_t last, bool trylock,
+			  void (*prep)(struct folio_batch *fbatch, void *arg),
+			  bool (*fn)(struct address_space *mapping,
+				     struct folio *alias, void *arg),
+			  void *arg)
 {
 	XA_STATE(xas, &mapping->i_pages, first);
-	struct shared_folio_stats *stats;
 	struct folio_batch fbatch;
-	unsigned long removed = 0;
-	unsigned long pfn;
+	unsigned long done = 0;
 	struct folio *alias;
-	unsigned int i, nr;
-	pgoff_t index;
+	unsigned int i;
 	bool more;
 
-	if (first > last)
-		return 0;
 	folio_batch_init(&fbatch);
 	do {
-		more = sf_mapping_grab_aliases(&xas, last, &fbatch);
+		more = false;
+		rcu_read_lock();
+		xas_for_each(&xas, alias, last) {
+			if (xas_retry(&xas, alias))
+				continue;
+			if (xa_is_value(alias) || !folio_is_sf_alias(alias))
+				continue;
+			if (!folio_try_get(alias))
+				continue;
+			if (unlikely(alias != xas_reload(&xas))) {
+				folio_put(alias);
+				continue;
+			}
+			if (!folio_batch_add(&fbatch, alias)) {
+				xas_pause(&xas);
+				more = true;
+				break;
+			}
+		}
+		rcu_read_unlock();
 
+		if (prep)
+			prep(&fbatch, arg);
 		for (i = 0; i < folio_batch_count(&fbatch); i++) {
 			alias = fbatch.folios[i];
-			folio_lock(alias);
-			/* Locked, it stays in its mapping and linked, or it left. */
-			if (alias->mapping == mapping) {
-				stats = sf_alias_descriptor(folio_sf_alias(alias))->stats;
-				nr = sf_folio_nr_aliases(sf_alias_physical(alias));
-				pfn = folio_pfn(alias);
-				index = alias->index;
-				truncate_inode_folio(mapping, alias);
-				shared_folio_count_unshares(stats, 1);
-				shared_folio_count_overwrites(stats, 1);
-				trace_shared_folio_unshare(mapping, index, pfn,
-							   nr ? nr - 1 : 0);
-				removed++;
+			if (trylock) {
+				if (!folio_trylock(alias))
+					continue;
+			} else {
+				folio_lock(alias);
 			}
+			/* Locked, it stays in its mapping and linked, or it left. */
+			if (alias->mapping == mapping && fn(mapping, alias, arg))
+				done++;
 			folio_unlock(alias);
 		}
 		/* The batch's references; may be the last of a removed alias. */
 		folios_put(&fbatch);
 		cond_resched();
 	} while (more);
-	return removed;
+	return done;
+}
+
+/* Private folios for shared_folio_overwrite(), allocated before the locks. */
+struct sf_overwrite {
+	gfp_t gfp;
+	unsigned int nr;
+	struct folio *spare[PAGEVEC_SIZE];
+};
+
+static void sf_overwrite_prep(struct folio_batch *fbatch, void *arg)
+{
+	struct sf_overwrite *ow = arg;
+	struct folio *new;
+
+	while (ow->nr < folio_batch_count(fbatch)) {
+		new = filemap_alloc_folio(ow->gfp, 0);
+		if (!new)
+			return;
+		if (mem_cgroup_charge(new, NULL, ow->gfp)) {
+			folio_put(new);
+			return;
+		}
+		ow->spare[ow->nr++] = new;
+	}
+}
+
+/*
+ * Replace @alias, locked in @mapping, by a spare private folio that is not
+ * uptodate, for a write that fills its page; without a spare (allocation
+ * failed), remove it as truncation does.
+ */
+static bool sf_alias_overwrite(struct address_space *mapping,
+			       struct folio *alias, void *arg)
+{
+	struct sf_overwrite *ow = arg;
+	struct shared_folio_stats *stats;
+	unsigned long pfn = folio_pfn(alias);
+	pgoff_t index = alias->index;
+	unsigned int nr;
+
+	/* The file's PTEs of the shared page go before the alias does. */
+	if (sf_alias_maybe_mapped(alias))
+		unmap_mapping_folio(alias);
+	if (ow->nr) {
+		if (!sf_alias_replace(mapping, alias, ow->spare[ow->nr - 1], false))
+			return false;
+		folio_put(ow->spare[--ow->nr]);	/* the page cache holds it */
+		return true;
+	}
+	stats = sf_alias_descriptor(folio_sf_alias(alias))->stats;
+	nr = sf_folio_nr_aliases(sf_alias_physical(alias));
+	truncate_inode_folio(mapping, alias);
+	shared_folio_count_unshares(stats, 1);
+	shared_folio_count_overwrites(stats, 1);
+	trace_shared_folio_unshare(mapping, index, pfn, nr ? nr - 1 : 0);
+	return true;
+}
+
+/**
+ * shared_folio_overwrite() - unshare, without a copy, what a write will fill
+ * @mapping: the file's mapping
+ * @first: first index the write covers whole
+ * @last: last index it covers whole
+ * @gfp: allocation flags of the write's page-cache folios
+ *
+ * A buffered write that replaces whole pages needs neither the shared data
+ * nor a copy of it, yet sf_alias_unshare() would copy each page only for
+ * the write to overwrite it.  Called before the write looks its pages up,
+ * this replaces each alias in [@first, @last] by a private folio that is
+ * not uptodate, zapping the file's PTEs of the physical page first, in one
+ * xarray store; the write then finds its pages as in a file whose pages
+ * are cached.  The folios are allocated and charged to the caller's memcg
+ * before any alias lock is taken; an alias left without one (allocation
+ * failure) is removed as truncation removes it.  Each is counted as an
+ * unshare and as an overwrite.
+ *
+ * Only aliases are replaced; a private folio in the range stays.  A reader
+ * that installs a new alias before the write gets to its page is harmless:
+ * the write unshares that one with a copy.  A page the write then does not
+ * fill (its copy from user memory faulted) is left not uptodate, and is
+ * read from its file, whose extent still holds the shared data, by whoever
+ * reads it next, the write included (for btrfs, force_page_uptodate).
+ *
+ * Context: process context; sleeps (alias locks, i_mmap_rwsem).  No folio
+ * lock may be held; the caller may hold the inode lock, and pins @mapping
+ * (an open file).
+ * Return: how many aliases were replaced or removed.
+ */
+unsigned long shared_folio_overwrite(struct address_space *mapping,
+				     pgoff_t first, pgoff_t last, gfp_t gfp)
+{
+	struct sf_overwrite ow = { .gfp = gfp };
+	unsigned long done;
+
+	if (first > last)
+		return 0;
+	done = sf_mapping_for_each_alias(mapping, first, last, false,
+					 sf_overwrite_prep, sf_alias_overwrite,
+					 &ow);
+	while (ow.nr)
+		folio_put(ow.spare[--ow.nr]);
+	return done;
 }
 EXPORT_SYMBOL_GPL(shared_folio_overwrite);
 
 /* ==================== drop-behind ==================== */
+
+/* Evict @alias, locked in @mapping, unless its page may be mapped. */
+static bool sf_alias_drop(struct address_space *mapping, struct folio *alias,
+			  void *arg)
+{
+	return mapping_evict_folio(mapping, alias);
+}
 
 /**
  * shared_folio_drop_behind() - evict the aliases a read() used
@@ -1214,37 +1317,11 @@ EXPORT_SYMBOL_GPL(shared_folio_overwrite);
 unsigned long shared_folio_drop_behind(struct address_space *mapping,
 				       pgoff_t first, pgoff_t last)
 {
-	XA_STATE(xas, &mapping->i_pages, first);
-	struct folio_batch fbatch;
-	unsigned long evicted = 0;
-	struct folio *alias;
-	unsigned int i;
-	bool more;
-
 	if (!shared_folio_drop_behind_enabled() || first > last ||
 	    mapping_mapped(mapping))
 		return 0;
-	folio_batch_init(&fbatch);
-	do {
-		more = sf_mapping_grab_aliases(&xas, last, &fbatch);
-
-		for (i = 0; i < folio_batch_count(&fbatch); i++) {
-			alias = fbatch.folios[i];
-			if (!folio_trylock(alias))
-				continue;
-			/*
-			 * The lock keeps it in its mapping, or it has left;
-			 * mapping_evict_folio() leaves it if it may be mapped.
-			 */
-			if (alias->mapping == mapping)
-				evicted += mapping_evict_folio(mapping, alias);
-			folio_unlock(alias);
-		}
-		/* The batch's references; may be the last of an evicted alias. */
-		folios_put(&fbatch);
-		cond_resched();
-	} while (more);
-	return evicted;
+	return sf_mapping_for_each_alias(mapping, first, last, true, NULL,
+					 sf_alias_drop, NULL);
 }
 EXPORT_SYMBOL_GPL(shared_folio_drop_behind);
 

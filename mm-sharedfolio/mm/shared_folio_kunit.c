@@ -254,8 +254,9 @@ static void sf_test_unshare_on_write(struct kunit *test)
 }
 
 /*
- * A write that fills pages whole removes their aliases without a copy; a
- * private folio in the range, and the other file's alias, stay.
+ * A write that fills pages whole gets private folios in their aliases'
+ * places without a copy; a private folio in the range, and the other
+ * file's alias, stay.
  */
 static void sf_test_overwrite_without_copy(struct kunit *test)
 {
@@ -278,12 +279,21 @@ static void sf_test_overwrite_without_copy(struct kunit *test)
 	folio_mark_uptodate(priv);
 	folio_unlock(priv);
 
-	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map0, 8, 10), 2);
-	KUNIT_EXPECT_EQ(test, map0->nrpages, 1);
+	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map0, 8, 10, GFP_KERNEL), 2);
+	KUNIT_EXPECT_EQ(test, map0->nrpages, 3);
 	other = filemap_get_folio(map0, 9);
 	KUNIT_ASSERT_PTR_EQ(test, other, priv);
 	folio_put(other);
 	folio_put(priv);	/* the reference filemap_alloc_folio() gave */
+	/* Private, in the aliases' places, to be written: not uptodate. */
+	other = filemap_get_folio(map0, 8);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(other));
+	KUNIT_EXPECT_FALSE(test, folio_is_sf_alias(other));
+	KUNIT_EXPECT_FALSE(test, folio_test_uptodate(other));
+	KUNIT_EXPECT_FALSE(test, folio_test_locked(other));
+	KUNIT_EXPECT_NE(test, folio_pfn(other), folio_pfn(a));
+	folio_put(other);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.aliases), 1);
 	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(a), 1);
 	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(b), 0);
 	KUNIT_EXPECT_EQ(test, folio_ref_count(a), base + 1);
@@ -297,7 +307,8 @@ static void sf_test_overwrite_without_copy(struct kunit *test)
 	folio_put(other);
 
 	/* Nothing left to remove: a second call finds nothing. */
-	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map0, 0, SF_TEST_PAGES), 0);
+	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map0, 0, SF_TEST_PAGES,
+						     GFP_KERNEL), 0);
 	truncate_inode_pages(map0, 0);
 	folio_put(a);
 	folio_put(b);

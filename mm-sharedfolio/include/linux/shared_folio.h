@@ -37,7 +37,7 @@
  *         shared_folio_drop_behind())
  * @promotions: private folios of a file made physical folios in place
  *              (shared_folio_promote())
- * @overwrites: of @unshares, the aliases removed without a copy because a
+ * @overwrites: of @unshares, the aliases replaced without a copy because a
  *              write was about to fill their page (shared_folio_overwrite())
  *
  * The one place these are kept: the filesystem embeds it, keeps it alive
@@ -175,7 +175,7 @@ unsigned long shared_folio_drop_behind(struct address_space *mapping,
 				       pgoff_t first, pgoff_t last);
 unsigned long shared_folio_detach_mapping(struct address_space *mapping);
 unsigned long shared_folio_overwrite(struct address_space *mapping,
-				     pgoff_t first, pgoff_t last);
+				     pgoff_t first, pgoff_t last, gfp_t gfp);
 
 DECLARE_STATIC_KEY_FALSE(shared_folio_drop_behind_key);
 
