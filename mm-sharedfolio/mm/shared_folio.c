@@ -75,7 +75,8 @@
  * - An alias leaves its mapping only under its lock, after its mapping's
  *   PTEs at its index are zapped (truncate_cleanup_folio(),
  *   invalidate_inode_pages2_range(), sf_alias_unshare(),
- *   sf_folio_detach_aliases()), or not at all while one may exist
+ *   shared_folio_overwrite(), sf_folio_detach_aliases()), or not at all
+ *   while one may exist
  *   (mapping_evict_folio(), a detach that does not wait).  "May exist"
  *   is asked of the physical folio's mapcount (sf_alias_maybe_mapped()).
  * - So every PTE of a physical page lies in some alias's mapping at that
@@ -1221,9 +1222,12 @@ static bool sf_alias_overwrite(struct address_space *mapping,
 	if (sf_alias_maybe_mapped(alias))
 		unmap_mapping_folio(alias);
 	if (ow->nr) {
-		if (!sf_alias_replace(mapping, alias, ow->spare[ow->nr - 1], false))
+		struct folio *new = ow->spare[ow->nr - 1];
+
+		if (!sf_alias_replace(mapping, alias, new, false))
 			return false;
-		folio_put(ow->spare[--ow->nr]);	/* the page cache holds it */
+		ow->nr--;
+		folio_put(new);		/* the page cache holds it */
 		return true;
 	}
 	stats = sf_alias_descriptor(folio_sf_alias(alias))->stats;

@@ -265,8 +265,10 @@ static void sf_test_overwrite_without_copy(struct kunit *test)
 	struct folio *b = sf_test_physical(test, 5, 0x55);
 	struct address_space *map0 = sf_test_map(test, 0);
 	struct address_space *map1 = sf_test_map(test, 1);
+	struct address_space *map2 = sf_test_map(test, 2);
 	int base = folio_ref_count(a);
 	struct folio *priv, *other;
+	int i;
 
 	KUNIT_ASSERT_EQ(test, sf_test_add(a, map0, 8), 0);
 	KUNIT_ASSERT_EQ(test, sf_test_add(a, map1, 8), 0);
@@ -306,8 +308,26 @@ static void sf_test_overwrite_without_copy(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, folio_is_sf_alias(other));
 	folio_put(other);
 
+	/* 40 aliases of one page in one file: two batches, spares carried. */
+	folio_lock(b);
+	for (i = 0; i < 40; i++)
+		KUNIT_ASSERT_EQ(test, sf_test_add(b, map2, i), 0);
+	folio_unlock(b);
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(b), 40);
+	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map2, 0, 39, GFP_KERNEL), 40);
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(b), 0);
+	KUNIT_EXPECT_EQ(test, map2->nrpages, 40);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.overwrites), 42);
+	for (i = 0; i < 40; i++) {
+		other = filemap_get_folio(map2, i);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(other));
+		KUNIT_EXPECT_FALSE(test, folio_is_sf_alias(other));
+		folio_put(other);
+	}
+	truncate_inode_pages(map2, 0);
+
 	/* Nothing left to remove: a second call finds nothing. */
-	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map0, 0, SF_TEST_PAGES,
+	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map0, 0, SF_TEST_PAGES - 1,
 						     GFP_KERNEL), 0);
 	truncate_inode_pages(map0, 0);
 	folio_put(a);

@@ -28,8 +28,9 @@
  *        (read before, possibly by a reader's asynchronous window)
  * @misses: physical folios read from disk to be shared, the asynchronous
  *          window's included, whether or not an alias was installed
- * @unshares: aliases replaced by a private page: a copy, or the page a
- *            write fills whole (@overwrites)
+ * @unshares: aliases replaced by a private page: a copy, or a page that a
+ *            write fills whole (@overwrites); for such a write, also an
+ *            alias removed without a replacement (allocation failure)
  * @reclaims: aliases detached from their mapping: by reclaim of their
  *            physical folio, by its invalidation (extent freed, teardown)
  *            or by the memcg-aware alias shrinker
@@ -37,8 +38,8 @@
  *         shared_folio_drop_behind())
  * @promotions: private folios of a file made physical folios in place
  *              (shared_folio_promote())
- * @overwrites: of @unshares, the aliases replaced without a copy because a
- *              write was about to fill their page (shared_folio_overwrite())
+ * @overwrites: of @unshares, those without a copy because a write was
+ *              about to fill the page (shared_folio_overwrite())
  *
  * The one place these are kept: the filesystem embeds it, keeps it alive
  * until its extent cache is empty, and reports it.  The two gauges
