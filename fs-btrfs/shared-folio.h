@@ -37,13 +37,13 @@ static inline void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos,
 				     size_t count) { }
 static inline void btrfs_sf_note_readahead(struct btrfs_inode *inode,
 					   u64 start, u64 end) { }
+static inline void btrfs_sf_prepare_write(struct btrfs_inode *inode, loff_t pos,
+					  size_t len, bool force_uptodate) { }
 static inline ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to,
 				    ssize_t already_read)
 {
 	return filemap_read(iocb, to, already_read);
 }
-static inline void btrfs_sf_prepare_write(struct btrfs_inode *inode, loff_t pos,
-					  size_t len, bool force_uptodate) { }
 static inline vm_fault_t btrfs_sf_filemap_fault(struct vm_fault *vmf)
 {
 	return filemap_fault(vmf);
