@@ -987,6 +987,22 @@ EXPORT_SYMBOL_GPL(shared_folio_detach_mapping);
 /* ==================== unshare ==================== */
 
 /*
+ * A private folio to take an alias's place, charged to the current task's
+ * memcg as filemap_add_folio() would charge it.  Allocated before any alias
+ * lock is taken (DOC: Lock order).
+ */
+static struct folio *sf_private_alloc(gfp_t gfp)
+{
+	struct folio *new = filemap_alloc_folio(gfp, 0);
+
+	if (new && mem_cgroup_charge(new, NULL, gfp)) {
+		folio_put(new);
+		return NULL;
+	}
+	return new;
+}
+
+/*
  * Put @new, a private folio allocated and charged for @mapping, in the place
  * of @alias, which is locked, in @mapping, and no longer mapped there.  @new
  * is marked uptodate if @uptodate (the caller filled it); otherwise its
@@ -1072,13 +1088,9 @@ struct folio *sf_alias_unshare(struct address_space *mapping,
 	loff_t isize;
 	size_t tail;
 
-	new = filemap_alloc_folio(gfp, 0);
+	new = sf_private_alloc(gfp);
 	if (!new)
 		goto nomem;
-	if (mem_cgroup_charge(new, NULL, gfp)) {
-		folio_put(new);
-		goto nomem;
-	}
 	folio_lock(alias);
 	/* The file's PTEs of the shared page go before the alias does. */
 	if (alias->mapping == mapping && sf_alias_maybe_mapped(alias))
@@ -1193,13 +1205,9 @@ static void sf_overwrite_prep(struct folio_batch *fbatch, void *arg)
 	struct folio *new;
 
 	while (ow->nr < folio_batch_count(fbatch)) {
-		new = filemap_alloc_folio(ow->gfp, 0);
+		new = sf_private_alloc(ow->gfp);
 		if (!new)
 			return;
-		if (mem_cgroup_charge(new, NULL, ow->gfp)) {
-			folio_put(new);
-			return;
-		}
 		ow->spare[ow->nr++] = new;
 	}
 }
