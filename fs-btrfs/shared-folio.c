@@ -77,6 +77,16 @@
  * file or part of the extent asked.  That path finds the extent in the
  * extent map tree of the bio's inode, so while it submits, the extent
  * cache's inode maps the region to the extent (btrfs_sf_read_compressed()).
+ *
+ * Uncompressed data read from disk goes into large physical folios where
+ * its place allows (DOC: Large physical folios in mm/shared_folio.c): a
+ * folio of order k sits at an index aligned to 2^k, holds only pages of one
+ * extent, and only pages the batch reads (btrfs_sf_order()), up to
+ * fs_info->sf_max_order (/sys/fs/btrfs/<uuid>/shared_folio/max_order).
+ * Since btrfs frees whole extents, the truncate of a freed range
+ * (btrfs_sf_invalidate_range()) always covers whole folios.  The aliases
+ * stay order 0, one per page.  Compressed extents' pages, and the private
+ * folios a promotion turns into physical ones, stay order 0.
  */
 
 /**
@@ -183,6 +193,8 @@
 #define BTRFS_SF_WINDOW		(SZ_1M >> PAGE_SHIFT)
 /* At most this many pages per batch (one array allocation). */
 #define BTRFS_SF_MAX_BATCH	256
+/* The default order cap of physical folios: a batch's worth, 1 MiB. */
+#define BTRFS_SF_MAX_ORDER	ilog2(BTRFS_SF_MAX_BATCH)
 /*
  * Allocations under a physical folio lock, when the preallocation failed:
  * no reclaim, no memcg throttling (see btrfs_sf_install()).
@@ -209,7 +221,7 @@ struct btrfs_sf_item {
 	u32 ref_start;		/* compressed: the file's reference, */
 	u32 ref_end;		/* [start, end) in the uncompressed data */
 	u8 compress;		/* enum btrfs_compression_type */
-	bool read;		/* we submitted its read */
+	bool read;		/* we submitted its read (a page of a folio we read) */
 	bool promoted;		/* the owner's folio, promoted */
 };
 
@@ -245,6 +257,8 @@ static struct inode *btrfs_sf_new_cache(struct btrfs_fs_info *fs_info)
 	 * runs under the file's extent lock.
 	 */
 	mapping_set_gfp_mask(inode->i_mapping, GFP_HIGHUSER_MOVABLE & ~__GFP_FS);
+	/* Large physical folios: DOC: btrfs extent cache index space. */
+	mapping_set_large_folios(inode->i_mapping);
 	/*
 	 * The physical folios' reads are issued for this inode (see
 	 * btrfs_sf_queue_read()): checksum lookup and repair need a root,
@@ -285,6 +299,7 @@ int btrfs_sf_init(struct btrfs_fs_info *fs_info)
 	fs_info->sf_inode = inode;
 	fs_info->sf_enabled = true;
 	fs_info->sf_lazy = true;
+	fs_info->sf_max_order = BTRFS_SF_MAX_ORDER;
 	return 0;
 }
 
@@ -766,18 +781,21 @@ static void btrfs_sf_submit(struct btrfs_sf_bio *sb)
 }
 
 /*
- * Queue the read of locked physical @folio at @bytenr.  The bio belongs to
- * the extent cache's inode, whose "file offset" is the logical address:
- * repair and its messages then name the logical range (for a compressed
- * extent, its region: DOC: btrfs extent cache index space).
+ * Queue the read of locked physical @folio, of any order, at @bytenr.  The
+ * bio belongs to the extent cache's inode, whose "file offset" is the
+ * logical address: repair and its messages then name the logical range
+ * (for a compressed extent, its region: DOC: btrfs extent cache index
+ * space).
  */
 static void btrfs_sf_queue_read(struct btrfs_fs_info *fs_info, struct btrfs_sf_bio *sb,
 				struct inode *cache, struct folio *folio, u64 bytenr)
 {
+	size_t len = folio_size(folio);
+
 	/* One bio is contiguous on disk. */
 	if (sb->bbio && bytenr != sb->next_bytenr)
 		btrfs_sf_submit(sb);
-	if (sb->bbio && !bio_add_folio(&sb->bbio->bio, folio, PAGE_SIZE, 0))
+	if (sb->bbio && !bio_add_folio(&sb->bbio->bio, folio, len, 0))
 		btrfs_sf_submit(sb);
 	if (!sb->bbio) {
 		sb->bbio = btrfs_bio_alloc(BIO_MAX_VECS, REQ_OP_READ, fs_info,
@@ -785,9 +803,9 @@ static void btrfs_sf_queue_read(struct btrfs_fs_info *fs_info, struct btrfs_sf_b
 		sb->bbio->bio.bi_iter.bi_sector = bytenr >> SECTOR_SHIFT;
 		sb->bbio->inode = BTRFS_I(cache);
 		sb->bbio->file_offset = bytenr;
-		bio_add_folio_nofail(&sb->bbio->bio, folio, PAGE_SIZE, 0);
+		bio_add_folio_nofail(&sb->bbio->bio, folio, len, 0);
 	}
-	sb->next_bytenr = bytenr + PAGE_SIZE;
+	sb->next_bytenr = bytenr + len;
 }
 
 struct btrfs_sf_batch {
@@ -1027,16 +1045,66 @@ keep:
  * readahead marker on a folio we read: the reader reaching it starts the
  * next asynchronous window.
  */
-static void btrfs_sf_get_physical(struct btrfs_inode *inode, struct inode *cache,
-				  struct btrfs_sf_bio *sb, struct btrfs_sf_batch *b,
-				  struct btrfs_sf_item *item, bool mark)
+/*
+ * The order of a new physical folio for @items[0] and the @nr - 1 items
+ * after it (DOC: btrfs extent cache index space): the largest, up to
+ * @max_order, whose block of the extent cache starts at @items[0] and is
+ * made of the next items, pages of one uncompressed extent in a row.  So
+ * the folio lies inside the extent, and holds only pages the batch reads.
+ */
+static unsigned int btrfs_sf_order(const struct btrfs_sf_item *items,
+				   unsigned int nr, unsigned int max_order)
+{
+	pgoff_t ecidx = items[0].cpos >> PAGE_SHIFT;
+	unsigned int order = 0, i;
+
+	if (items[0].compress)
+		return 0;
+	for (; order < max_order; order++) {
+		unsigned int n = 2U << order;
+
+		if (n > nr || !IS_ALIGNED(ecidx, n))
+			break;
+		for (i = n / 2; i < n; i++)
+			if (items[i].compress ||
+			    items[i].disk_bytenr != items[0].disk_bytenr ||
+			    items[i].cpos != items[0].cpos + ((u64)i << PAGE_SHIFT))
+				return order;
+	}
+	return order;
+}
+
+/*
+ * The page of locked physical @folio that holds cache index @ecidx, or NULL
+ * if it holds no longer (split meanwhile, before it had aliases).
+ */
+static struct page *btrfs_sf_page(struct folio *folio, pgoff_t ecidx)
+{
+	if (ecidx - folio->index >= folio_nr_pages(folio))
+		return NULL;
+	return folio_page(folio, ecidx - folio->index);
+}
+
+/*
+ * Find or start reading the physical folio of @items[0]; a new folio may be
+ * large and serve the items after it too (btrfs_sf_order()).  Returns how
+ * many of the @nr items it served, at least 1; each holds a reference.
+ */
+static unsigned int btrfs_sf_get_physical(struct btrfs_inode *inode, struct inode *cache,
+					  struct btrfs_sf_bio *sb, struct btrfs_sf_batch *b,
+					  struct btrfs_sf_item *items, unsigned int nr,
+					  bool mark)
 {
 	struct btrfs_fs_info *fs_info = inode->root->fs_info;
 	struct address_space *ec = cache->i_mapping;
+	struct btrfs_sf_item *item = &items[0];
 	pgoff_t ecidx = item->cpos >> PAGE_SHIFT;
+	unsigned int order, i;
 	struct folio *folio;
 	int ret;
 
+	order = btrfs_sf_order(items, nr, min(READ_ONCE(fs_info->sf_max_order),
+					      mapping_max_folio_order(ec)));
 again:
 	folio = filemap_get_folio(ec, ecidx);
 	/*
@@ -1049,11 +1117,11 @@ again:
 		struct folio *promoted = NULL;
 
 		if (!b->wait)
-			return;
+			return 1;
 		/* Readers of what this batch holds locked need not wait. */
 		btrfs_sf_submit(sb);
 		if (mutex_lock_killable(&fs_info->sf_promote_mutex))
-			return;
+			return 1;
 		/* Another reader may have promoted it meanwhile. */
 		folio = filemap_get_folio(ec, ecidx);
 		if (IS_ERR(folio))
@@ -1063,7 +1131,7 @@ again:
 		if (promoted) {
 			item->folio = promoted;
 			item->promoted = true;
-			return;
+			return 1;
 		}
 	}
 	if (item->compress) {
@@ -1075,45 +1143,71 @@ again:
 				       folio_test_uptodate(folio))) {
 			item->read = !folio_test_uptodate(folio);
 			item->folio = folio;
-			return;
+			return 1;
 		}
 		if (!IS_ERR(folio))
 			folio_put(folio);
 		btrfs_sf_submit(sb);
 		btrfs_sf_read_compressed(fs_info, cache, b, item, mark);
-		return;
+		return 1;
 	}
 	if (IS_ERR(folio)) {
 		/*
 		 * As readahead allocates: earlier folios of the batch are locked
 		 * and not yet submitted, so no OOM and no retrying reclaim here.
+		 * A large folio that cannot be had, or whose block holds a
+		 * folio already (another reader's, a promoted one), gives way
+		 * to a smaller one, as page_cache_ra_order() does.
 		 */
-		folio = filemap_alloc_folio(readahead_gfp_mask(ec), 0);
+		folio = filemap_alloc_folio(readahead_gfp_mask(ec), order);
+		if (!folio && order) {
+			order = 0;
+			goto again;
+		}
 		if (!folio)
-			return;
+			return 1;
 		/* Locks it, puts it on the LRU, charges the reader's memcg. */
 		ret = filemap_add_folio(ec, folio, ecidx, readahead_gfp_mask(ec));
 		if (ret) {
 			folio_put(folio);
-			if (ret == -EEXIST)
+			if (ret == -EEXIST || order) {
+				order = 0;
 				goto again;
-			return;
+			}
+			return 1;
 		}
 	} else if (folio_test_uptodate(folio) || !folio_trylock(folio)) {
 		/* Cached, or being read by someone else: btrfs_sf_install() waits. */
 		item->folio = folio;
-		return;
+		return 1;
 	} else if (folio_test_uptodate(folio) || folio->mapping != ec) {
 		folio_unlock(folio);
 		item->folio = folio;
-		return;
+		return 1;
 	}
-	/* Locked and not uptodate: new, or an earlier read failed. */
-	item->folio = folio;
-	item->read = true;
+	/*
+	 * Locked and not uptodate: new, or an earlier read failed (then read
+	 * whole, whatever its order).  A new large folio serves the items its
+	 * pages hold, each with a reference of its own.
+	 */
+	if (folio->index != ecidx || folio_order(folio) > order) {
+		/* An old one, entered in its middle, or larger than the run. */
+		item->folio = folio;
+		item->read = true;
+		btrfs_sf_queue_read(fs_info, sb, cache, folio,
+				    (u64)folio->index << PAGE_SHIFT);
+		return 1;
+	}
+	nr = folio_nr_pages(folio);
+	folio_ref_add(folio, nr - 1);
+	for (i = 0; i < nr; i++) {
+		items[i].folio = folio;
+		items[i].read = true;
+	}
 	if (mark)
 		folio_set_readahead(folio);
 	btrfs_sf_queue_read(fs_info, sb, cache, folio, item->cpos);
+	return nr;
 }
 
 /* The record of @inode reading @em. */
@@ -1488,7 +1582,7 @@ static void btrfs_sf_read_physical(struct btrfs_inode *inode, struct inode *cach
 				   bool mark, struct btrfs_sf_batch *b)
 {
 	struct btrfs_sf_bio sb = { };
-	unsigned int i;
+	unsigned int i, j, n;
 
 	/*
 	 * The owner's folios may sit in other CPUs' LRU batches, whose
@@ -1496,11 +1590,14 @@ static void btrfs_sf_read_physical(struct btrfs_inode *inode, struct inode *cach
 	 */
 	if (b->owner && b->wait && nr)
 		lru_add_drain_all();
-	for (i = 0; i < nr; i++) {
-		btrfs_sf_get_physical(inode, cache, &sb, b, &items[i], mark);
-		if (items[i].read) {
-			b->misses++;
-			mark = false;
+	for (i = 0; i < nr; i += n) {
+		n = btrfs_sf_get_physical(inode, cache, &sb, b, &items[i],
+					  nr - i, mark);
+		for (j = i; j < i + n; j++) {
+			if (items[j].read) {
+				b->misses++;
+				mark = false;
+			}
 		}
 	}
 	btrfs_sf_submit(&sb);
@@ -1522,6 +1619,7 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 
 	for (i = 0; i < nr; i++) {
 		struct folio *folio = items[i].folio;
+		struct page *page;
 
 		if (!folio)
 			continue;
@@ -1551,10 +1649,11 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 		if (folio->mapping == cache->i_mapping &&
 		    folio_test_uptodate(folio) && !IS_VERITY(&inode->vfs_inode) &&
 		    ((loff_t)items[i].index << PAGE_SHIFT) < i_size_read(&inode->vfs_inode) &&
+		    (page = btrfs_sf_page(folio, items[i].cpos >> PAGE_SHIFT)) &&
 		    shared_folio_attach(folio, &fs_info->sf_stats, &pa,
 					BTRFS_SF_LOCKED_GFP) &&
-		    !shared_folio_add_alias(folio, mapping, items[i].index, &pa,
-					    BTRFS_SF_LOCKED_GFP) &&
+		    !shared_folio_add_alias(folio, page, mapping, items[i].index,
+					    &pa, BTRFS_SF_LOCKED_GFP) &&
 		    !items[i].read && !items[i].promoted)
 			b->hits++;
 		folio_unlock(folio);

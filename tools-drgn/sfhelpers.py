@@ -10,17 +10,21 @@ filesystem's hidden extent-cache inode (indexed by disk bytenr >> 12, and
 decompressed pages of compressed extents above 2^57: extent_place()) with
 a ``struct shared_folio`` descriptor in ->private; an *alias* is a
 ``struct sf_alias`` (a struct page allocated from slab, below the vmemmap)
-in a file's page cache, pointing at its physical folio.
+in a file's page cache, pointing at its physical folio.  A physical folio
+may be large (order k, up to 8); aliases stay order 0, one per page: an
+alias's PFN is that of one page of its physical folio, folio_pfn + j for j
+in [0, 2^k), and the one descriptor lists the aliases of every page.
 
 Mappings (mmap sharing): a read fault on an alias maps the
-*physical* page read-only into the file's own VMA, so the physical folio's
+*physical* page read-only into the file's own VMA, so the physical page's
 mapcount counts PTEs in every sharer's processes, and each of those PTEs
-lies in some alias's mapping (alias->mapping->i_mmap) at that alias's
-index.  ``page_ptes()`` and ``alias_ptes()`` find them by walking the VMAs
-of a mapping and the page tables of each VMA's mm (x86_64, by hand:
-drgn 0.0.22 has no page-table or VMA helpers).  They take a ``memo`` dict
-that caches each mapping's VMAs and each mm's process for one look; pass
-the same dict to every call of a look, never across looks.
+lies in the mapping (alias->mapping->i_mmap) of some alias of that page,
+at that alias's index.  ``page_ptes()`` and ``alias_ptes()`` find them by
+walking the VMAs of a mapping and the page tables of each VMA's mm
+(x86_64, by hand: drgn 0.0.22 has no page-table or VMA helpers).  They
+take a ``memo`` dict that caches each mapping's VMAs and each mm's process
+(and page_aliases() each descriptor's aliases) for one look; pass the same
+dict to every call of a look, never across looks.
 """
 from collections import namedtuple
 from itertools import islice
@@ -111,13 +115,29 @@ def alias_keeps_folio(prog):
         return False
 
 
+def page_folio(prog, page):
+    """page_folio(): the struct folio * of a memmap page, which for a tail
+    page of a large folio is its head (page->compound_head holds the
+    head's address | 1)."""
+    head = page.compound_head.value_()
+    if head & 1:
+        return Object(prog, "struct folio *", value=head - 1)
+    return cast("struct folio *", page)
+
+
+def pfn_folio(prog, pfn):
+    """pfn_folio(): the folio the page at pfn belongs to."""
+    return page_folio(prog, pfn_to_page(prog, pfn))
+
+
 def alias_physical(prog, alias):
-    """(physical folio, PFN) of an alias folio."""
+    """(physical folio, PFN) of an alias folio: the PFN of the alias's page,
+    and the (head) folio that page belongs to, large or not."""
     a = sf_alias_of(prog, alias)
     pfn = a.pfn.value_()
     if alias_keeps_folio(prog):
         return a.folio, pfn
-    return cast("struct folio *", pfn_to_page(prog, pfn)), pfn
+    return pfn_folio(prog, pfn), pfn
 
 
 def flag(prog, folio, name):
@@ -142,12 +162,26 @@ def folio_order(prog, folio):
     return folio._flags_1.value_() & 0xff
 
 
+def folio_nr_pages(prog, folio):
+    return 1 << folio_order(prog, folio)
+
+
 def folio_mapcount(prog, folio):
     """folio_mapcount(): _mapcount + 1 of an order-0 folio, _large_mapcount
     + 1 of a large one."""
     if folio_order(prog, folio) == 0:
         return mapcount(folio)
     return folio._large_mapcount.counter.value_() + 1
+
+
+def page_mapcount(prog, folio, pfn):
+    """The PTEs that map the page at pfn of folio: folio_mapcount() of an
+    order-0 folio, that page's own _mapcount + 1 in a large one (6.12
+    keeps a mapcount per page; its folios here are below PMD order, so no
+    entire mapping adds to it)."""
+    if folio_order(prog, folio) == 0:
+        return mapcount(folio)
+    return mapcount(pfn_to_page(prog, pfn))
 
 
 # --- btrfs filesystems and their extent caches ---------------------------
@@ -205,28 +239,54 @@ def sf_descriptor(prog, folio):
 
 
 def max_sharing(prog):
-    """The cap on aliases per physical folio (/sys/kernel/mm/shared_folio/max_sharing)."""
+    """The cap on aliases per physical page (/sys/kernel/mm/shared_folio/max_sharing):
+    a physical folio of n pages has at most n times as many."""
     try:
         return prog["max_sharing"].value_()
     except KeyError:
         return DEFAULT_MAX_SHARING
 
 
-def alias_walk_limit(prog, sf):
+def alias_walk_limit(prog, sf, nr_pages=1):
     """How many entries of a descriptor's list a walk reads at most: the cap
-    (max_sharing, 256 by default) or the descriptor's count if larger (the
-    cap may have been lowered since), plus one, so that a list that does
-    not end (a cycle that misses the head) shows as one entry too many."""
+    for its folio of nr_pages pages (max_sharing, 256 by default, per page)
+    or the descriptor's count if larger (the cap may have been lowered
+    since), plus one, so that a list that does not end (a cycle that misses
+    the head) shows as one entry too many."""
     n = min(sf.nr_aliases.value_(), ALIAS_LIST_LIMIT)
-    return max(max_sharing(prog), n) + 1
+    return max(max_sharing(prog) * nr_pages, n) + 1
 
 
-def folio_aliases(prog, sf):
-    """The struct sf_alias * on a descriptor's list, at most
-    alias_walk_limit() of them."""
+def folio_aliases(prog, sf, nr_pages=1):
+    """The struct sf_alias * on a descriptor's list (of a physical folio of
+    nr_pages pages: folio_nr_pages()), at most alias_walk_limit() of them."""
     node = "node" if alias_keeps_folio(prog) else "page.lru"
     return list(islice(list_for_each_entry("struct sf_alias", sf.aliases.address_of_(),
-                                           node), alias_walk_limit(prog, sf)))
+                                           node), alias_walk_limit(prog, sf, nr_pages)))
+
+
+def aliases_by_pfn(prog, aliases):
+    """{pfn: [struct sf_alias *]}: a descriptor's aliases by the page each
+    stands for."""
+    out = {}
+    for a in aliases:
+        out.setdefault(a.pfn.value_(), []).append(a)
+    return out
+
+
+def page_aliases(prog, sf, folio, pfn, memo=None):
+    """The struct sf_alias * of descriptor sf (of physical folio folio)
+    whose page is the one at pfn: every alias of an order-0 folio, those of
+    one page of a large one.  memo caches each descriptor's list, by PFN,
+    for one look."""
+    key = ("aliases", sf.value_())
+    if memo is not None and key in memo:
+        byp = memo[key]
+    else:
+        byp = aliases_by_pfn(prog, folio_aliases(prog, sf, folio_nr_pages(prog, folio)))
+        if memo is not None:
+            memo[key] = byp
+    return byp.get(pfn, [])
 
 
 def extent_place(fs_info, index):
@@ -249,7 +309,7 @@ def shared(prog, fs_info, index, folio, sf):
     """The Shared tuple of an extent-cache folio with descriptor sf."""
     bytenr, zoff = extent_place(fs_info, index)
     return Shared(fs_info, bytenr, zoff, folio, folio_pfn(prog, folio), sf,
-                  folio_aliases(prog, sf))
+                  folio_aliases(prog, sf, folio_nr_pages(prog, folio)))
 
 
 def for_each_shared_folio(prog, fs_info=None):
@@ -284,14 +344,18 @@ def for_each_inode(prog, fs_info):
 
 
 def inode_cache(prog, inode):
-    """Yield a CacheEntry per page-cache entry of an inode."""
+    """Yield a CacheEntry per page-cache entry of an inode (an alias whose
+    PFN has no readable struct page has physical None)."""
     for index, entry in xa_for_each(inode.i_mapping.i_pages.address_of_()):
         if xa_is_value(entry):
             yield CacheEntry(index, "shadow", None, None, None)
             continue
         folio = cast("struct folio *", entry)
         if is_alias(prog, folio):
-            phys, pfn = alias_physical(prog, folio)
+            try:
+                phys, pfn = alias_physical(prog, folio)
+            except FaultError:
+                phys, pfn = None, sf_alias_of(prog, folio).pfn.value_()
             yield CacheEntry(index, "alias", folio, pfn, phys)
         else:
             yield CacheEntry(index, "private", folio, folio_pfn(prog, folio), None)
@@ -370,14 +434,20 @@ def lookup_path(prog, path):
     return d.d_inode
 
 
-def owners_of(prog, physical_sf):
-    """(inode, index) of every alias on a descriptor."""
+def alias_owners(prog, aliases):
+    """(inode, index) of every alias (struct sf_alias *) in a mapping."""
     out = []
-    for a in folio_aliases(prog, physical_sf):
+    for a in aliases:
         alias = alias_folio(prog, a)
         if alias.mapping:
             out.append((alias.mapping.host, alias.index.value_()))
     return out
+
+
+def owners_of(prog, physical_sf, nr_pages=1):
+    """(inode, index) of every alias on a descriptor (of a physical folio of
+    nr_pages pages), whatever its page."""
+    return alias_owners(prog, folio_aliases(prog, physical_sf, nr_pages))
 
 
 # --- page tables, VMAs and the processes that map a page -----------------
@@ -541,11 +611,7 @@ def pfn_is_anon(prog, pfn):
     """True if the page at pfn is anonymous (its head's mapping has
     PAGE_MAPPING_ANON): a MAP_PRIVATE copy-on-write page, not a file's."""
     try:
-        page = pfn_to_page(prog, pfn)
-        head = page.compound_head.value_()
-        if head & 1:
-            page = Object(prog, "struct page *", value=head - 1)
-        return bool(page.mapping.value_() & 1)
+        return bool(pfn_folio(prog, pfn).mapping.value_() & 1)
     except FaultError:
         return False
 
@@ -567,7 +633,10 @@ def page_ptes(prog, mapping, index, pfn, memo=None):
 def alias_ptes(prog, aliases, pfn, memo=None):
     """page_ptes() over every alias (struct sf_alias *, as folio_aliases()
     gives them) in its mapping at its index: the PTEs of a physical page
-    (DOC: Mapping in mm/shared_folio.c), each (mm, address) once."""
+    (DOC: Mapping in mm/shared_folio.c), each (mm, address) once.  Pass
+    the aliases of that one page (page_aliases(), aliases_by_pfn()): at
+    the index of an alias of another page of a large folio, the PTE maps
+    that other page and would count as stale."""
     mapped, others, seen, done = [], [], set(), set()
     for a in aliases:
         if a.value_() in done:	# a list that loops: each alias once
@@ -612,22 +681,42 @@ def node_stat_exact(prog, name):
     return total
 
 
+def has_pages_counter(prog):
+    """True if struct shared_folio_stats counts the pages of physical folios
+    (->pages, with large physical folios; NR_SHARED_FOLIO then counts pages
+    too).  Before, every physical folio was one page and ->folios said it."""
+    try:
+        return prog.type("struct shared_folio_stats").has_member("pages")
+    except LookupError:
+        return False
+
+
 def fs_counters(prog, fs_info):
     """The per-filesystem counters shown in /sys/fs/btrfs/<uuid>/shared_folio/:
-    one structure, struct shared_folio_stats."""
+    one structure, struct shared_folio_stats.  "pages" only if the kernel
+    has it (has_pages_counter())."""
     st = fs_info.sf_stats
-    c = {f: getattr(st, f).counter.value_()
-         for f in ("folios", "aliases", "hits", "misses", "unshares", "reclaims")}
-    # shared_folio_bytes_saved()
-    c["bytes_saved"] = max(0, c["aliases"] - c["folios"]) << PAGE_SHIFT
+    names = ("folios", "aliases", "hits", "misses", "unshares", "reclaims")
+    if has_pages_counter(prog):
+        names += ("pages",)
+    c = {f: getattr(st, f).counter.value_() for f in names}
+    # shared_folio_bytes_saved(): aliases less the pages they stand on
+    c["bytes_saved"] = max(0, c["aliases"] - c.get("pages", c["folios"])) << PAGE_SHIFT
     c["enabled"] = int(fs_info.sf_enabled.value_())
     return c
 
 
+def orders_str(orders):
+    """"0:N 8:M" of an {order: folios} dict, "-" if empty."""
+    return " ".join("%d:%d" % (o, orders[o]) for o in sorted(orders)) or "-"
+
+
 def totals(prog):
-    """Counted by walking the structures, next to the kernel's counters."""
-    t = {"filesystems": 0, "folios": 0, "aliases": 0, "bytes_saved": 0,
-         "kernel_folios": 0, "kernel_aliases": 0}
+    """Counted by walking the structures, next to the kernel's counters
+    ("kernel_pages" None on a kernel without the pages counter)."""
+    t = {"filesystems": 0, "folios": 0, "pages": 0, "aliases": 0, "bytes_saved": 0,
+         "orders": {}, "kernel_folios": 0, "kernel_aliases": 0,
+         "kernel_pages": 0 if has_pages_counter(prog) else None}
     for fs in for_each_btrfs(prog):
         if not has_sharing(fs):
             continue
@@ -635,10 +724,15 @@ def totals(prog):
         c = fs_counters(prog, fs)
         t["kernel_folios"] += c["folios"]
         t["kernel_aliases"] += c["aliases"]
+        if "pages" in c:
+            t["kernel_pages"] += c["pages"]
         for s in for_each_shared_folio(prog, fs):
+            order = folio_order(prog, s.folio)
             t["folios"] += 1
+            t["pages"] += 1 << order
+            t["orders"][order] = t["orders"].get(order, 0) + 1
             t["aliases"] += len(s.aliases)
-    t["bytes_saved"] = max(0, t["aliases"] - t["folios"]) << PAGE_SHIFT
+    t["bytes_saved"] = max(0, t["aliases"] - t["pages"]) << PAGE_SHIFT
     t["vmstat_nr_shared_folio"] = node_stat_exact(prog, "NR_SHARED_FOLIO")
     t["vmstat_nr_shared_folio_alias"] = node_stat_exact(prog, "NR_SHARED_FOLIO_ALIAS")
     return t
@@ -651,26 +745,76 @@ def _where_pte(m):
     return "%s @%#x" % (process_name(m), m.address)
 
 
+def _mapping_checks(prog, s, order, where, memo, bad):
+    """The mapping checks of one physical folio (Shared s, of order):
+    every PTE of one of its pages lies in the mapping of an alias of that
+    page, at the alias's index, read-only, and the page's mapcount counts
+    them; a large folio's mapcount counts them all.  Returns the PTEs
+    found."""
+    npages = 1 << order
+    bypage = {}
+    for pfn, aliases in aliases_by_pfn(prog, s.aliases).items():
+        if s.pfn <= pfn < s.pfn + npages:	# the others are the alias checks'
+            bypage[pfn - s.pfn] = aliases
+    if order == 0:
+        counts = {0: mapcount(s.folio)}
+    else:	# the pages with an alias or a PTE (6.12's per-page mapcounts)
+        counts = {}
+        for j in range(npages):
+            n = mapcount(pfn_to_page(prog, s.pfn + j))
+            if n or j in bypage:
+                counts[j] = n
+    found, walked = 0, True
+    for j in sorted(counts):
+        pfn = s.pfn + j
+        pw = where if order == 0 else "%s page %d (pfn %#x)" % (where, j, pfn)
+        try:
+            ptes, stale = alias_ptes(prog, bypage.get(j, []), pfn, memo)
+        except WalkError as e:
+            bad.append("%s: %s" % (pw, e))
+            walked = False
+            continue
+        found += len(ptes)
+        if len(ptes) != counts[j]:
+            bad.append("%s: mapcount %d, %d PTEs in its aliases' mappings%s"
+                       % (pw, counts[j], len(ptes),
+                          "".join(" [%s]" % _where_pte(m) for m in ptes[:8])))
+        for m in ptes:
+            if m.pte.writable:
+                bad.append("%s: mapped writable by %s" % (pw, _where_pte(m)))
+        for m in stale:
+            bad.append("%s: %s index %d maps pfn %#x, not its alias's page"
+                       % (pw, _where_pte(m), m.index, m.pte.pfn))
+    if order and walked and found != folio_mapcount(prog, s.folio):
+        bad.append("%s: folio mapcount %d, %d PTEs in its pages' aliases' mappings"
+                   % (where, folio_mapcount(prog, s.folio), found))
+    return found
+
+
 def audit(prog, counted=None):
     """Check the invariants of design/design.md; return a list of
     violations (strings), empty when all hold.  One walk: if counted is a
     dict, it receives what the walk found ("filesystems", "folios",
-    "aliases", "mapped": physical folios with a PTE, "ptes": their PTEs),
-    so that callers need not walk again.
+    "pages": their pages, "aliases", "mapped": physical folios with a PTE,
+    "ptes": their PTEs, "orders": {order: physical folios}), so that
+    callers need not walk again.
 
-    The mapping checks compare each physical folio's mapcount with the PTEs
-    found in its aliases' mappings (alias_ptes()); on a live guest read
-    through /proc/kcore a fault or zap in between can make them differ."""
+    The mapping checks compare each physical page's mapcount with the PTEs
+    found in the mappings of its aliases (alias_ptes()), and a large
+    folio's total mapcount with all of them; on a live guest read through
+    /proc/kcore a fault or zap in between can make them differ."""
     bad = []
     listed = {}
     memo = {}
     cap = max_sharing(prog)
-    seen = {"filesystems": 0, "folios": 0, "aliases": 0, "mapped": 0, "ptes": 0}
+    by_pages = has_pages_counter(prog)
+    seen = {"filesystems": 0, "folios": 0, "pages": 0, "aliases": 0, "mapped": 0, "ptes": 0,
+            "orders": {}}
     for fs in for_each_btrfs(prog):
         if not has_sharing(fs):
             continue
         seen["filesystems"] += 1
-        nfolios = naliases = 0
+        nfolios = npages_fs = naliases = 0
         for index, f, ec in extent_cache_folios(prog, fs):
             sf = sf_descriptor(prog, f)
             if sf is None:
@@ -682,9 +826,15 @@ def audit(prog, counted=None):
                                               folio_mapcount(prog, f)))
                 continue
             s = shared(prog, fs, index, f, sf)
-            where = "physical pfn %#x (%s)" % (s.pfn, place_str(s.bytenr, s.zoff))
+            order = folio_order(prog, f)
+            npages = 1 << order
+            where = ("physical pfn %#x (%s)" % (s.pfn, place_str(s.bytenr, s.zoff)) if order == 0
+                     else "physical pfn %#x order %d (%s)"
+                     % (s.pfn, order, place_str(s.bytenr, s.zoff)))
             nfolios += 1
+            npages_fs += npages
             naliases += len(s.aliases)
+            seen["orders"][order] = seen["orders"].get(order, 0) + 1
             if f.mapping != ec:
                 bad.append("%s: mapping is not the extent cache" % where)
             if not flag(prog, f, "private"):
@@ -697,38 +847,23 @@ def audit(prog, counted=None):
             if sf.nr_aliases.value_() != len(s.aliases):
                 bad.append("%s: descriptor counts %d aliases, its list holds %d"
                            % (where, sf.nr_aliases.value_(), len(s.aliases)))
-            if len(s.aliases) >= alias_walk_limit(prog, sf):
+            if len(s.aliases) >= alias_walk_limit(prog, sf, npages):
                 bad.append("%s: alias list does not end within %d entries (cap %d)"
-                           % (where, len(s.aliases), cap))
-            need = 2 + len(s.aliases) + mapcount(f)
+                           % (where, len(s.aliases), cap * npages))
+            # the page cache holds one reference per page
+            mapped = folio_mapcount(prog, f)
+            need = npages + 1 + len(s.aliases) + mapped
             if refcount(f) < need:
-                bad.append("%s: refcount %d does not cover cache + descriptor + %d aliases"
-                           " + %d mappings" % (where, refcount(f), len(s.aliases), mapcount(f)))
-            # every PTE of the physical page lies in an alias's mapping at
-            # the alias's index, read-only, and the mapcount counts them
-            order = folio_order(prog, f)
-            if order:
-                bad.append("%s: order %d, physical folios are order 0 (mappings not"
-                           " checked)" % (where, order))
-            else:
-                try:
-                    ptes, stale = alias_ptes(prog, s.aliases, s.pfn, memo)
-                except WalkError as e:
-                    bad.append("%s: %s" % (where, e))
-                    ptes, stale = None, []
-                if ptes is not None:
-                    seen["mapped"] += bool(ptes)
-                    seen["ptes"] += len(ptes)
-                    if len(ptes) != mapcount(f):
-                        bad.append("%s: mapcount %d, %d PTEs in its aliases' mappings%s"
-                                   % (where, mapcount(f), len(ptes),
-                                      "".join(" [%s]" % _where_pte(m) for m in ptes[:8])))
-                    for m in ptes:
-                        if m.pte.writable:
-                            bad.append("%s: mapped writable by %s" % (where, _where_pte(m)))
-                for m in stale:
-                    bad.append("%s: %s index %d maps pfn %#x, not its alias's page"
-                               % (where, _where_pte(m), m.index, m.pte.pfn))
+                bad.append("%s: refcount %d does not cover cache%s + descriptor + %d aliases"
+                           " + %d mappings" % (where, refcount(f),
+                                               "" if order == 0 else " (%d pages)" % npages,
+                                               len(s.aliases), mapped))
+            # every PTE of a physical page lies in the mapping of an alias
+            # of that page, at the alias's index, read-only, and the
+            # mapcount counts them
+            found = _mapping_checks(prog, s, order, where, memo, bad)
+            seen["mapped"] += bool(found)
+            seen["ptes"] += found
             for a in s.aliases:
                 alias = alias_folio(prog, a)
                 aw = "alias %#x of %s" % (alias.value_(), where)
@@ -737,10 +872,17 @@ def audit(prog, counted=None):
                 listed[alias.value_()] = s
                 if a.sf != sf:
                     bad.append("%s: points at another descriptor" % aw)
-                if alias_physical(prog, alias)[0] != f:
+                apfn = a.pfn.value_()
+                try:
+                    phys = alias_physical(prog, alias)[0]
+                except FaultError:	# a PFN outside the memmap
+                    phys = None
+                if phys is None or phys != f:
                     bad.append("%s: points at another physical folio" % aw)
-                if a.pfn.value_() != s.pfn:
-                    bad.append("%s: pfn %#x, physical is %#x" % (aw, a.pfn.value_(), s.pfn))
+                if not s.pfn <= apfn < s.pfn + npages:
+                    bad.append("%s: pfn %#x, physical is %#x%s"
+                               % (aw, apfn, s.pfn,
+                                  "" if order == 0 else "-%#x" % (s.pfn + npages - 1)))
                 if not alias.mapping:
                     bad.append("%s: listed but in no mapping" % aw)
                 elif xa_load(alias.mapping.i_pages.address_of_(), alias.index.value_()) != alias:
@@ -758,11 +900,15 @@ def audit(prog, counted=None):
                 if refcount(alias) < 1:
                     bad.append("%s: alias refcount %d" % (aw, refcount(alias)))
         seen["folios"] += nfolios
+        seen["pages"] += npages_fs
         seen["aliases"] += naliases
         c = fs_counters(prog, fs)
         if c["folios"] != nfolios:
             bad.append("%s: counter says %d shared folios, walk finds %d"
                        % (fs_name(fs), c["folios"], nfolios))
+        if "pages" in c and c["pages"] != npages_fs:
+            bad.append("%s: counter says %d pages of shared folios, walk finds %d"
+                       % (fs_name(fs), c["pages"], npages_fs))
         if c["aliases"] != naliases:
             bad.append("%s: counter says %d aliases, walk finds %d"
                        % (fs_name(fs), c["aliases"], naliases))
@@ -784,7 +930,10 @@ def audit(prog, counted=None):
                     bad.append("alias %#x: in %s but its mapping is another"
                                % (e.folio.value_(), inode_name(prog, inode)))
     # the node counters of /proc/vmstat agree with the walk of every btrfs
-    for item, name in (("folios", "NR_SHARED_FOLIO"), ("aliases", "NR_SHARED_FOLIO_ALIAS")):
+    # (NR_SHARED_FOLIO counts pages since large physical folios, folios
+    # before, when each was one page)
+    for item, name in (("pages" if by_pages else "folios", "NR_SHARED_FOLIO"),
+                       ("aliases", "NR_SHARED_FOLIO_ALIAS")):
         v = node_stat_exact(prog, name)
         if v != seen[item]:
             bad.append("vmstat %s %d, walk finds %d" % (name.lower(), v, seen[item]))

@@ -142,6 +142,36 @@
  * reference on the physical folio.  A physical folio therefore cannot be
  * freed while any alias of it can still be reached.
  */
+
+/**
+ * DOC: Large physical folios
+ *
+ * A physical folio may be large: the filesystem reads an extent into
+ * folios of the order its place in the extent cache allows (for btrfs:
+ * aligned there, and inside the extent, so that freeing the extent
+ * truncates whole folios).  Aliases stay order 0, one per page: an alias
+ * describes one page of the physical folio, whose PFN it keeps
+ * (sf_alias_page()), and holds a reference on the folio.  The one
+ * descriptor lists the aliases of every page, and max_sharing bounds them
+ * per page.  So:
+ *
+ * - mapping an alias maps its page, never the folio's first one
+ *   (finish_fault(), filemap_map_pages()), with a reference and a
+ *   mapcount on the large folio, as a PTE-mapped large page-cache folio;
+ * - the reverse map walks each alias's one page in its mapping: a large
+ *   physical folio is never mapped by a range of one VMA through one
+ *   alias, so page_vma_mapped_walk() stops after that page
+ *   (vma_address_end()) instead of scanning on from the cache's index;
+ * - migration moves the folio whole, and each alias keeps its page's
+ *   offset in it;
+ * - reclaim detaches every alias of every page, then frees the folio; it
+ *   is never split while it has aliases (their references make
+ *   can_split_folio() fail), nor truncated in part (the filesystem frees
+ *   whole extents).
+ *
+ * The node counter NR_SHARED_FOLIO and the @pages gauge count pages;
+ * @folios counts folios.
+ */
 #include <linux/mm.h>
 #include <linux/pagemap.h>
 #include <linux/slab.h>
@@ -295,8 +325,9 @@ static void sf_descriptor_prepare(struct shared_folio *sf,
 static void sf_descriptor_attach(struct folio *folio, struct shared_folio *sf)
 {
 	atomic_long_inc(&sf->stats->folios);
+	atomic_long_add(folio_nr_pages(folio), &sf->stats->pages);
 	folio_attach_private(folio, sf);
-	node_stat_mod_folio(folio, NR_SHARED_FOLIO, 1);
+	node_stat_mod_folio(folio, NR_SHARED_FOLIO, folio_nr_pages(folio));
 }
 
 /**
@@ -317,7 +348,6 @@ struct shared_folio *shared_folio_attach(struct folio *folio,
 	struct shared_folio *sf = folio_get_private(folio);
 
 	VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(folio), folio);
-	VM_WARN_ON_ONCE_FOLIO(folio_test_large(folio), folio);
 	if (sf)
 		return sf;
 	if (pa && pa->sf) {
@@ -349,11 +379,12 @@ unsigned int sf_folio_nr_aliases(struct folio *folio)
 }
 
 /*
- * Make @a an alias of @folio for (@mapping, @index): uptodate, clean, not
- * on the LRU, holding a reference on @folio.  Not yet in @mapping.
+ * Make @a an alias of @page, a page of @folio, for (@mapping, @index):
+ * uptodate, clean, not on the LRU, holding a reference on @folio.  Not yet
+ * in @mapping.
  */
 static struct folio *sf_alias_init(struct sf_alias *a, struct folio *folio,
-				   struct shared_folio *sf,
+				   struct page *page, struct shared_folio *sf,
 				   struct address_space *mapping, pgoff_t index)
 {
 	struct folio *alias = sf_alias_to_folio(a);
@@ -361,7 +392,7 @@ static struct folio *sf_alias_init(struct sf_alias *a, struct folio *folio,
 	a->page.flags = folio->flags & SF_ALIAS_LINKS;
 	set_page_count(&a->page, 1);
 	atomic_set(&a->page._mapcount, -1);
-	a->pfn = folio_pfn(folio);
+	a->pfn = page_to_pfn(page);
 	INIT_LIST_HEAD(&a->page.lru);
 	a->sf = sf;
 	INIT_LIST_HEAD(&a->lru);
@@ -396,8 +427,10 @@ static void sf_alias_link(struct sf_alias *a, struct folio *folio)
 }
 
 /**
- * shared_folio_add_alias() - install an alias of @folio in @mapping
+ * shared_folio_add_alias() - install an alias of a page of @folio in @mapping
  * @folio: locked, uptodate physical folio with a descriptor attached
+ * @page: the page of @folio the alias describes (any page of a large
+ *        folio: DOC: Large physical folios)
  * @mapping: the file's mapping
  * @index: where, in @mapping
  * @pa: preallocated alias to use first, or NULL
@@ -408,11 +441,12 @@ static void sf_alias_link(struct sf_alias *a, struct folio *folio)
  *
  * Context: process context, @folio locked; may sleep if @gfp allows.
  * Return: 0, -EEXIST if @mapping already has a folio at @index, -ENOSPC if
- * @folio has max_sharing aliases, -EINVAL without a descriptor, -ENOMEM.
+ * @folio has max_sharing aliases per page, -EINVAL without a descriptor
+ * (or if @page is not @folio's), -ENOMEM.
  */
-int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
-			   pgoff_t index, struct shared_folio_prealloc *pa,
-			   gfp_t gfp)
+int shared_folio_add_alias(struct folio *folio, struct page *page,
+			   struct address_space *mapping, pgoff_t index,
+			   struct shared_folio_prealloc *pa, gfp_t gfp)
 {
 	XA_STATE(xas, &mapping->i_pages, index);
 	struct shared_folio *sf = folio_get_private(folio);
@@ -424,7 +458,13 @@ int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
 	VM_WARN_ON_ONCE_FOLIO(!folio_test_uptodate(folio), folio);
 	if (!sf)
 		return -EINVAL;
-	if (READ_ONCE(sf->nr_aliases) >= READ_ONCE(max_sharing))
+	if (page_folio(page) != folio) {
+		VM_WARN_ON_ONCE_FOLIO(1, folio);
+		return -EINVAL;
+	}
+	/* max_sharing is per page: a large folio has room for as many each. */
+	if (READ_ONCE(sf->nr_aliases) >=
+	    READ_ONCE(max_sharing) * folio_nr_pages(folio))
 		return -ENOSPC;
 
 	gfp &= GFP_RECLAIM_MASK;
@@ -436,7 +476,7 @@ int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
 		if (!a)
 			return -ENOMEM;
 	}
-	alias = sf_alias_init(a, folio, sf, mapping, index);
+	alias = sf_alias_init(a, folio, page, sf, mapping, index);
 
 	mapping_set_update(&xas, mapping);
 	do {
@@ -653,7 +693,8 @@ int shared_folio_promote(struct folio *folio, struct address_space *cache,
 	 * Locked before anyone can see it, so that remove_migration_ptes()
 	 * walks it (sf_folio_rmap_walk() with every alias locked).
 	 */
-	__folio_set_locked(sf_alias_init(a, folio, sf, mapping, folio->index));
+	__folio_set_locked(sf_alias_init(a, folio, &folio->page, sf, mapping,
+					 folio->index));
 	if (folio_mapped(folio)) {
 		/*
 		 * No writable or dirty PTE may come back on shared memory.  A
@@ -889,7 +930,8 @@ static void sf_descriptor_free(struct folio *folio)
 	busy = sf->nr_aliases || !list_empty(&sf->aliases);
 	spin_unlock_irq(&sf->lock);
 	atomic_long_dec(&sf->stats->folios);
-	node_stat_mod_folio(folio, NR_SHARED_FOLIO, -1);
+	atomic_long_sub(folio_nr_pages(folio), &sf->stats->pages);
+	node_stat_mod_folio(folio, NR_SHARED_FOLIO, -folio_nr_pages(folio));
 	/* An alias still linked would unlink itself from freed memory. */
 	if (WARN_ON_ONCE(busy))
 		return;		/* leak rather than corrupt */
@@ -1052,7 +1094,7 @@ static bool sf_alias_replace(struct address_space *mapping, struct folio *alias,
 	shared_folio_count_unshares(stats, 1);
 	if (!uptodate)
 		shared_folio_count_overwrites(stats, 1);
-	trace_shared_folio_unshare(mapping, new->index, folio_pfn(folio),
+	trace_shared_folio_unshare(mapping, new->index, folio_pfn(alias),
 				   nr ? nr - 1 : 0);
 	folio_put(alias);	/* the page cache's reference */
 	return true;
@@ -1083,7 +1125,6 @@ static bool sf_alias_replace(struct address_space *mapping, struct folio *alias,
 struct folio *sf_alias_unshare(struct address_space *mapping,
 			       struct folio *alias, gfp_t gfp)
 {
-	struct folio *folio = sf_alias_physical(alias);
 	struct folio *new;
 	loff_t isize;
 	size_t tail;
@@ -1095,7 +1136,7 @@ struct folio *sf_alias_unshare(struct address_space *mapping,
 	/* The file's PTEs of the shared page go before the alias does. */
 	if (alias->mapping == mapping && sf_alias_maybe_mapped(alias))
 		unmap_mapping_folio(alias);
-	if (alias->mapping != mapping || copy_mc_highpage(&new->page, &folio->page)) {
+	if (alias->mapping != mapping || copy_mc_highpage(&new->page, sf_alias_page(alias))) {
 		bool gone = alias->mapping != mapping;
 
 		folio_unlock(alias);
@@ -1654,7 +1695,8 @@ static int shared_folio_migrate_folio(struct address_space *mapping,
 	folio_migrate_flags(dst, src);
 
 	list_for_each_entry(a, &sf->aliases, page.lru) {
-		a->pfn = pfn;
+		/* Each keeps its page: the same offset in the new folio. */
+		a->pfn = pfn + (a->pfn - folio_pfn(src));
 		a->page.flags = (a->page.flags & ~SF_ALIAS_LINKS) |
 				(dst->flags & SF_ALIAS_LINKS);
 	}
@@ -1662,8 +1704,8 @@ static int shared_folio_migrate_folio(struct address_space *mapping,
 	folio_ref_add(dst, nr);
 	folio_ref_sub(src, nr);
 	if (folio_pgdat(src) != folio_pgdat(dst)) {
-		node_stat_mod_folio(src, NR_SHARED_FOLIO, -1);
-		node_stat_mod_folio(dst, NR_SHARED_FOLIO, 1);
+		node_stat_mod_folio(src, NR_SHARED_FOLIO, -folio_nr_pages(src));
+		node_stat_mod_folio(dst, NR_SHARED_FOLIO, folio_nr_pages(dst));
 		node_stat_mod_folio(src, NR_SHARED_FOLIO_ALIAS, -(long)nr);
 		node_stat_mod_folio(dst, NR_SHARED_FOLIO_ALIAS, nr);
 	}
@@ -2017,11 +2059,14 @@ static bool sf_audit_one(struct folio *folio, struct vm_area_struct *vma,
  * LRU, compare its mapcount with the PTEs that rmap_walk() finds through
  * its aliases (a physical folio without aliases must be unmapped).  Faults
  * and zaps do not take the physical folio lock, so the figures are exact
- * only on a quiet system, as after a test.
+ * only on a quiet system, as after a test.  The first line counts the
+ * folios by order, the last one sums up.
  */
 static int sf_audit_show(struct seq_file *m, void *v)
 {
 	unsigned long pfn, folios = 0, mapped = 0, ptes_all = 0, bad = 0;
+	unsigned long orders[MAX_PAGE_ORDER + 1] = { };
+	unsigned int order;
 
 	for (pfn = 0; pfn < max_pfn; pfn++) {
 		struct page *page = pfn_to_online_page(pfn);
@@ -2039,13 +2084,13 @@ static int sf_audit_show(struct seq_file *m, void *v)
 			continue;
 		/* Still a page-cache or anonymous folio: ->mapping is one. */
 		if (folio != page_folio(page) || !folio_test_lru(folio) ||
-		    folio_test_large(folio) || folio_test_anon(folio) ||
-		    !folio_is_sf_physical(folio))
+		    folio_test_anon(folio) || !folio_is_sf_physical(folio))
 			goto put;
 		folio_lock(folio);
 		if (!folio_is_sf_physical(folio))
 			goto unlock;
 		folios++;
+		orders[min_t(unsigned int, folio_order(folio), MAX_PAGE_ORDER)]++;
 		mapcount = folio_mapcount(folio);
 		rwc.arg = &ptes;
 		rmap_walk(folio, &rwc);
@@ -2059,7 +2104,11 @@ unlock:
 put:
 		folio_put(folio);
 	}
-	seq_printf(m, "folios %lu mapped %lu ptes %lu mismatches %lu\n",
+	seq_puts(m, "orders");
+	for (order = 0; order <= MAX_PAGE_ORDER; order++)
+		if (orders[order])
+			seq_printf(m, " %u:%lu", order, orders[order]);
+	seq_printf(m, "\nfolios %lu mapped %lu ptes %lu mismatches %lu\n",
 		   folios, mapped, ptes_all, bad);
 	return 0;
 }

@@ -79,7 +79,9 @@ struct shared_folio {
  *        descriptor's list while it is in a mapping (sf_alias_linked()),
  *        and @page.rcu_head frees it a grace period after its last
  *        reference went
- * @pfn: the physical PFN; __page_to_pfn() reads it at (page + 1)
+ * @pfn: the PFN of the physical page, a page of the physical folio (which
+ *       may be large: one alias per page, DOC: Large physical folios);
+ *       __page_to_pfn() reads it at (page + 1)
  * @lru: entry on the memcg-aware alias LRU while the alias is in a mapping,
  *       so that the memcg it is charged to can reclaim it
  * @sf: its descriptor while it is linked, NULL after; kept although the
@@ -89,9 +91,10 @@ struct shared_folio {
  *      16-byte alignment (HAVE_ALIGNED_STRUCT_PAGE) adds anyway
  *
  * 96 bytes.  Its physical folio is derived, pfn_folio(@pfn), on which it
- * holds a reference.  The alias shrinker marks the alias it is evicting
- * with PG_checked (an alias is never written, so no filesystem looks at
- * it), so that its removal is counted and traced as a reclaim.
+ * holds a reference; its page is pfn_to_page(@pfn) (sf_alias_page()).
+ * The alias shrinker marks the alias it is evicting with PG_checked (an
+ * alias is never written, so no filesystem looks at it), so that its
+ * removal is counted and traced as a reclaim.
  *
  * Lockless page-cache lookups (find_get_entry(), filemap_get_read_batch(),
  * next_uptodate_folio(), ...) may still hold a pointer to an alias that was
@@ -117,10 +120,20 @@ static inline struct sf_alias *folio_sf_alias(const struct folio *alias)
 	return container_of((struct page *)&alias->page, struct sf_alias, page);
 }
 
-/* The physical folio an alias describes. */
+/* The physical folio an alias describes: its page's folio. */
 static inline struct folio *sf_alias_physical(const struct folio *alias)
 {
 	return pfn_folio(folio_sf_alias(alias)->pfn);
+}
+
+/*
+ * The physical page an alias describes: a page of sf_alias_physical(),
+ * which may be a large folio.  Code that maps, copies or checks the
+ * alias's data takes this page, never the physical folio's first page.
+ */
+static inline struct page *sf_alias_page(const struct folio *alias)
+{
+	return pfn_to_page(folio_sf_alias(alias)->pfn);
 }
 
 /* Is @folio a physical folio, in the extent cache of some filesystem? */
@@ -176,6 +189,11 @@ static inline bool sf_folio_may_evict(struct folio *folio,
 #else /* !CONFIG_SHARED_FOLIO */
 
 static inline struct folio *sf_alias_physical(const struct folio *alias)
+{
+	return NULL;
+}
+
+static inline struct page *sf_alias_page(const struct folio *alias)
 {
 	return NULL;
 }

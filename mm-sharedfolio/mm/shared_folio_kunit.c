@@ -25,7 +25,9 @@
 #include <linux/mman.h>
 #include <linux/rmap.h>
 #include <linux/uaccess.h>
+#include <linux/migrate.h>
 #include "slab.h"
+#include "internal.h"
 #include "shared_folio_internal.h"
 
 #define SF_TEST_FILES	3
@@ -129,7 +131,8 @@ static struct address_space *sf_test_map(struct kunit *test, int i)
 static int sf_test_add(struct folio *folio, struct address_space *mapping,
 		       pgoff_t index)
 {
-	return shared_folio_add_alias(folio, mapping, index, NULL, GFP_KERNEL);
+	return shared_folio_add_alias(folio, &folio->page, mapping, index, NULL,
+				      GFP_KERNEL);
 }
 
 /* An alias is found at its index and resolves to the physical memory. */
@@ -141,9 +144,8 @@ static void sf_test_alias_resolves_to_physical(struct kunit *test)
 	struct folio *alias;
 	void *p;
 
-	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map, 3, NULL, GFP_KERNEL), 0);
-	KUNIT_EXPECT_EQ(test, shared_folio_add_alias(folio, map, 3, NULL, GFP_KERNEL),
-			-EEXIST);
+	KUNIT_ASSERT_EQ(test, sf_test_add(folio, map, 3), 0);
+	KUNIT_EXPECT_EQ(test, sf_test_add(folio, map, 3), -EEXIST);
 	folio_unlock(folio);
 
 	alias = filemap_get_folio(map, 3);
@@ -219,8 +221,8 @@ static void sf_test_unshare_on_write(struct kunit *test)
 	int base = folio_ref_count(folio);
 	struct folio *priv, *other;
 
-	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map0, 4, NULL, GFP_KERNEL), 0);
-	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map1, 4, NULL, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, sf_test_add(folio, map0, 4), 0);
+	KUNIT_ASSERT_EQ(test, sf_test_add(folio, map1, 4), 0);
 	folio_unlock(folio);
 
 	priv = __filemap_get_folio(map0, 4, FGP_LOCK | FGP_WRITE, GFP_KERNEL);
@@ -366,7 +368,7 @@ static void sf_test_busy_alias_pins_physical(struct kunit *test)
 	int base = folio_ref_count(folio);
 	struct folio *alias;
 
-	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map, 9, NULL, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, sf_test_add(folio, map, 9), 0);
 	folio_unlock(folio);
 	alias = filemap_get_folio(map, 9);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(alias));
@@ -391,7 +393,7 @@ static void sf_test_mark_accessed_physical(struct kunit *test)
 	struct address_space *map = sf_test_map(test, 2);
 	struct folio *alias;
 
-	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map, 0, NULL, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, sf_test_add(folio, map, 0), 0);
 	folio_unlock(folio);
 	folio_clear_referenced(folio);
 	alias = filemap_get_folio(map, 0);
@@ -444,7 +446,7 @@ static void sf_test_freed_alias_outlives_rcu_reader(struct kunit *test)
 		kunit_skip(test, "needs a second CPU to truncate on");
 	}
 	init_completion(&tr.done);
-	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map, 3, NULL, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, sf_test_add(folio, map, 3), 0);
 	folio_unlock(folio);
 	t = kthread_create(sf_test_truncate_fn, &tr, "sf-test-truncate");
 	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
@@ -553,7 +555,7 @@ static void sf_test_invalidate_waits_for_frozen_alias(struct kunit *test)
 	struct task_struct *t;
 	struct folio *alias;
 
-	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, map, 2, NULL, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, sf_test_add(folio, map, 2), 0);
 	folio_unlock(folio);
 	alias = filemap_lock_folio(map, 2);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(alias));
@@ -594,8 +596,7 @@ static void sf_test_alias_accounting(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, page_is_sf_alias(&stack_copy),
 			!is_vmalloc_addr(&stack_copy) &&
 			(unsigned long)&stack_copy < (unsigned long)high_memory);
-	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, sf_test_map(test, 0),
-						     8, NULL, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, sf_test_add(folio, sf_test_map(test, 0), 8), 0);
 	folio_unlock(folio);
 	alias = filemap_get_folio(sf_test_map(test, 0), 8);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(alias));
@@ -614,8 +615,9 @@ static void sf_test_alias_accounting(struct kunit *test)
 		KUNIT_ASSERT_NOT_NULL(test, pa.sfa);
 		KUNIT_ASSERT_NOT_NULL(test, pa.sf);
 		folio_lock(folio);
-		KUNIT_EXPECT_EQ(test, shared_folio_add_alias(folio, sf_test_map(test, 1),
-							     8, &pa, GFP_NOWAIT), 0);
+		KUNIT_EXPECT_EQ(test, shared_folio_add_alias(folio, &folio->page,
+							     sf_test_map(test, 1), 8,
+							     &pa, GFP_NOWAIT), 0);
 		folio_unlock(folio);
 		KUNIT_EXPECT_NULL(test, pa.sfa);
 		KUNIT_EXPECT_NOT_NULL(test, pa.sf);	/* already attached */
@@ -697,7 +699,7 @@ static int sf_test_touch(unsigned long addr)
 
 struct sf_test_ptes {
 	unsigned int nr;
-	unsigned long addr[4];
+	unsigned long addr[16];
 };
 
 static bool sf_test_count_pte(struct folio *folio, struct vm_area_struct *vma,
@@ -812,6 +814,126 @@ static void sf_test_rmap_walks_aliases(struct kunit *test)
 }
 
 /*
+ * A large physical folio (DOC: Large physical folios): an order-0 alias per
+ * page, of any of its pages at any index; each resolves to its own page,
+ * maps its own page, and the reverse map finds each PTE exactly once (a
+ * walk that took the cache index for the file's would scan on from each
+ * alias's page and count its neighbours again).  An unshare copies the
+ * alias's page; migration keeps every alias on its page of the new folio.
+ */
+static void sf_test_large_physical(struct kunit *test)
+{
+	struct sf_test_ctx *ctx = test->priv;
+	struct address_space *map0 = sf_test_map(test, 0);
+	struct address_space *map1 = sf_test_map(test, 1);
+	struct migration_target_control mtc = {
+		.nid = NUMA_NO_NODE,
+		.gfp_mask = GFP_HIGHUSER_MOVABLE | __GFP_RETRY_MAYFAIL,
+	};
+	struct folio *folio, *alias, *new;
+	unsigned long a0, a1, pfn0;
+	struct sf_test_ptes p;
+	LIST_HEAD(list);
+	int base, i;
+
+	folio = filemap_alloc_folio(GFP_HIGHUSER_MOVABLE, 2);
+	KUNIT_ASSERT_NOT_NULL(test, folio);
+	KUNIT_ASSERT_EQ(test, filemap_add_folio(ctx->cache->i_mapping, folio, 4,
+						GFP_KERNEL), 0);
+	for (i = 0; i < 4; i++)
+		memset(kmap_local_folio(folio, i * PAGE_SIZE), 0x40 + i, PAGE_SIZE);
+	folio_mark_uptodate(folio);
+	KUNIT_ASSERT_NOT_NULL(test, shared_folio_attach(folio, &ctx->stats, NULL,
+							GFP_KERNEL));
+	lru_add_drain();
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.folios), 1);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.pages), 4);
+	base = folio_ref_count(folio);
+
+	for (i = 0; i < 4; i++)
+		KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, folio_page(folio, i),
+							     map0, i, NULL, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, folio_page(folio, 2),
+						     map1, 10, NULL, GFP_KERNEL), 0);
+	folio_unlock(folio);
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 5);
+	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base + 5);
+	KUNIT_EXPECT_EQ(test, shared_folio_bytes_saved(&ctx->stats), PAGE_SIZE);
+	for (i = 0; i < 4; i++) {
+		alias = filemap_get_folio(map0, i);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(alias));
+		KUNIT_EXPECT_PTR_EQ(test, sf_alias_physical(alias), folio);
+		KUNIT_EXPECT_PTR_EQ(test, sf_alias_page(alias), folio_page(folio, i));
+		KUNIT_EXPECT_EQ(test, folio_pfn(alias), folio_pfn(folio) + i);
+		KUNIT_EXPECT_TRUE(test, sf_test_filled(folio_address(alias), 0x40 + i));
+		folio_put(alias);
+	}
+
+	a0 = sf_test_mmap_file(test, 0, &sf_test_fops, MAP_SHARED);
+	a1 = sf_test_mmap_file(test, 1, &sf_test_fops_nomap, MAP_PRIVATE);
+	for (i = 0; i < 4; i++)
+		KUNIT_EXPECT_EQ(test, sf_test_touch(a0 + i * PAGE_SIZE), 0x40 + i);
+	KUNIT_EXPECT_EQ(test, sf_test_touch(a1 + 10 * PAGE_SIZE), 0x42);
+	KUNIT_EXPECT_EQ(test, folio_mapcount(folio), 5);
+	p = sf_test_walk(folio);
+	KUNIT_EXPECT_EQ(test, p.nr, 5);
+
+	folio_lock(folio);
+	try_to_unmap(folio, 0);
+	folio_unlock(folio);
+	KUNIT_EXPECT_FALSE(test, folio_mapped(folio));
+
+	/* Unsharing file 0's index 2 copies page 2, and zaps only its PTE. */
+	for (i = 0; i < 4; i++)
+		KUNIT_EXPECT_EQ(test, sf_test_touch(a0 + i * PAGE_SIZE), 0x40 + i);
+	alias = filemap_get_folio(map0, 2);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(alias));
+	new = sf_alias_unshare(map0, alias, GFP_KERNEL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR_OR_NULL(new));
+	KUNIT_EXPECT_TRUE(test, sf_test_filled(folio_address(new), 0x42));
+	folio_put(new);
+	KUNIT_EXPECT_EQ(test, folio_mapcount(folio), 3);
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 4);
+
+	/* Migration: each alias keeps its page's offset in the new folio. */
+	pfn0 = folio_pfn(folio);
+	KUNIT_ASSERT_TRUE(test, folio_isolate_lru(folio));
+	node_stat_mod_folio(folio, NR_ISOLATED_FILE, folio_nr_pages(folio));
+	list_add(&folio->lru, &list);
+	folio_put(folio);	/* ours: migration expects only known ones */
+	KUNIT_EXPECT_EQ(test, migrate_pages(&list, alloc_migration_target, NULL,
+					    (unsigned long)&mtc, MIGRATE_SYNC,
+					    MR_COMPACTION, NULL), 0);
+	if (!list_empty(&list))
+		putback_movable_pages(&list);
+	alias = filemap_get_folio(map1, 10);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(alias));
+	new = sf_alias_physical(alias);
+	KUNIT_EXPECT_NE(test, folio_pfn(new), pfn0);
+	KUNIT_EXPECT_EQ(test, folio_order(new), 2);
+	KUNIT_EXPECT_EQ(test, folio_pfn(alias), folio_pfn(new) + 2);
+	KUNIT_EXPECT_TRUE(test, sf_test_filled(folio_address(alias), 0x42));
+	folio_put(alias);
+	for (i = 0; i < 4; i++) {
+		if (i == 2)
+			continue;
+		alias = filemap_get_folio(map0, i);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(alias));
+		KUNIT_EXPECT_EQ(test, folio_pfn(alias), folio_pfn(new) + i);
+		folio_put(alias);
+		KUNIT_EXPECT_EQ(test, sf_test_touch(a0 + i * PAGE_SIZE), 0x40 + i);
+	}
+	KUNIT_EXPECT_EQ(test, sf_test_touch(a1 + 10 * PAGE_SIZE), 0x42);
+
+	vm_munmap(a0, SF_TEST_PAGES << PAGE_SHIFT);
+	vm_munmap(a1, SF_TEST_PAGES << PAGE_SHIFT);
+	flush_delayed_fput();
+	truncate_inode_pages(map0, 0);
+	truncate_inode_pages(map1, 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.aliases), 0);
+}
+
+/*
  * A file's private folio becomes the physical folio in place: the same
  * memory, in the cache at the disk index, an alias in the file's slot.
  * Another reference (a reader between its lookup and its use, which
@@ -882,6 +1004,7 @@ static struct kunit_case shared_folio_test_cases[] = {
 	KUNIT_CASE(sf_test_alias_accounting),
 	KUNIT_CASE(sf_test_rmap_walks_aliases),
 	KUNIT_CASE(sf_test_promote_in_place),
+	KUNIT_CASE(sf_test_large_physical),
 	{}
 };
 

@@ -53,9 +53,13 @@ _scratch_mount() {
 # SF_LAZY=0: a case about what aliases do, with one reader, shares that
 # reader's reads too (lazy sharing off; it has its own cases, 117 and 118).
 # The knob is per mount: set again after every mount.
+# SF_MAX_ORDER: the cap on physical folio orders (8 by default; 0 keeps
+# them order 0, as before large physical folios).
 _scratch_knobs() {
 	[ -n "${SF_LAZY:-}" ] && [ -f "$SCRATCH_SYSFS/shared_folio/lazy" ] &&
 		echo "$SF_LAZY" >"$SCRATCH_SYSFS/shared_folio/lazy"
+	[ -n "${SF_MAX_ORDER:-}" ] && [ -f "$SCRATCH_SYSFS/shared_folio/max_order" ] &&
+		echo "$SF_MAX_ORDER" >"$SCRATCH_SYSFS/shared_folio/max_order"
 	return 0
 }
 

@@ -23,6 +23,8 @@
 /**
  * struct shared_folio_stats - the counters of one extent cache
  * @folios: physical folios with a descriptor ("shared")
+ * @pages: the pages of those folios (a physical folio may be large; its
+ *         aliases are one per page)
  * @aliases: aliases in a mapping ("sharing")
  * @hits: aliases installed on a physical folio that was already cached
  *        (read before, possibly by a reader's asynchronous window)
@@ -42,14 +44,15 @@
  *              about to fill the page (shared_folio_overwrite())
  *
  * The one place these are kept: the filesystem embeds it, keeps it alive
- * until its extent cache is empty, and reports it.  The two gauges
- * (@folios, @aliases) are kept by the mm core; the event counters are
+ * until its extent cache is empty, and reports it.  The three gauges
+ * (@folios, @pages, @aliases) are kept by the mm core; the event counters are
  * updated only through the shared_folio_count_*() helpers, which also
  * count the system-wide vm events of /proc/vmstat (@drops, @promotions
  * and @overwrites have none).
  */
 struct shared_folio_stats {
 	atomic_long_t folios;
+	atomic_long_t pages;
 	atomic_long_t aliases;
 	atomic_long_t hits;
 	atomic_long_t misses;
@@ -111,17 +114,17 @@ static inline void shared_folio_count_overwrites(struct shared_folio_stats *stat
  * @stats: the counters of an extent cache
  *
  * Every alias stands for a private page the file would otherwise cache;
- * the physical folios are what is used instead.  Only physical folios
- * with a descriptor are counted: pages the asynchronous window read and
- * nobody shares yet are not subtracted.
+ * the pages of the physical folios are what is used instead.  Only
+ * physical folios with a descriptor are counted: pages the asynchronous
+ * window read and nobody shares yet are not subtracted.
  *
- * Return: (aliases - physical folios) pages, in bytes, or 0.
+ * Return: (aliases - physical pages) pages, in bytes, or 0.
  */
 static inline unsigned long
 shared_folio_bytes_saved(const struct shared_folio_stats *stats)
 {
 	long saved = atomic_long_read(&stats->aliases) -
-		     atomic_long_read(&stats->folios);
+		     atomic_long_read(&stats->pages);
 
 	return saved > 0 ? saved * PAGE_SIZE : 0;
 }
@@ -166,9 +169,9 @@ struct shared_folio *shared_folio_attach(struct folio *folio,
 					 struct shared_folio_stats *stats,
 					 struct shared_folio_prealloc *pa,
 					 gfp_t gfp);
-int shared_folio_add_alias(struct folio *folio, struct address_space *mapping,
-			   pgoff_t index, struct shared_folio_prealloc *pa,
-			   gfp_t gfp);
+int shared_folio_add_alias(struct folio *folio, struct page *page,
+			   struct address_space *mapping, pgoff_t index,
+			   struct shared_folio_prealloc *pa, gfp_t gfp);
 int shared_folio_promote(struct folio *folio, struct address_space *cache,
 			 pgoff_t index, struct shared_folio_stats *stats,
 			 gfp_t gfp);

@@ -1,0 +1,66 @@
+# Memory offline for the guest cases (110, 121).  Source after common.sh.
+#
+# offline_block_of PFNS WHAT: offline the memory block that holds the most
+# of PFNS (decimal, one per line) and sets BLK, BLK_PAGES (how many of PFNS
+# it held) and BLK_SECS; fails if that does not end within 30 s.
+# offline_pages() refuses a block with a hole in it (-EINVAL, "memory
+# holes"), as on stock: the top block of a QEMU guest holds the firmware's
+# reserved range.  So the block is the one with the most of PFNS among
+# those that are wholly "System RAM" in /proc/iomem and online in
+# ZONE_MOVABLE; without one, the case is skipped unless the guest was
+# booted with movablecore= (tests/run does), when it fails.
+# online_block_again: put BLK back online.
+# in_block: how many of the PFNS on stdin lie in BLK.
+
+_mb_bs() { echo $(( 16#$(cat /sys/devices/system/memory/block_size_bytes) )); }
+
+in_block() {
+	local bs
+	bs=$(_mb_bs)
+	awk -v lo=$((BLK * bs / 4096)) -v hi=$(((BLK + 1) * bs / 4096)) '$1 >= lo && $1 < hi' | wc -l
+}
+
+offline_block_of() {
+	local pfns=$1 what=$2 bs ram n b n_best=0 st t0
+	[ -d /sys/devices/system/memory ] || skip "no memory hotplug in this kernel"
+	bs=$(_mb_bs)
+	ram=$(awk -F'[- :]+' '/^[0-9a-f]+-[0-9a-f]+ : System RAM$/ { print $1, $2 }' /proc/iomem)
+	[ -n "$ram" ] || fail "no System RAM in /proc/iomem"
+	_mb_whole() {	# the block lies inside one System RAM range
+		local lo hi
+		while read -r lo hi; do
+			(( 16#$lo <= $1 * bs && 16#$hi >= ($1 + 1) * bs - 1 )) && return 0
+		done <<<"$ram"
+		return 1
+	}
+	BLK=
+	while read -r n b; do
+		[ "$n" -gt "$n_best" ] || continue
+		grep -qx 'online' "/sys/devices/system/memory/memory$b/state" 2>/dev/null || continue
+		grep -q 'Movable' "/sys/devices/system/memory/memory$b/valid_zones" 2>/dev/null || continue
+		_mb_whole "$b" || continue
+		BLK=$b n_best=$n
+	done < <(awk -v bs="$bs" '{ print int($1 * 4096 / bs) }' <<<"$pfns" | sort -n | uniq -c)
+	if [ -z "$BLK" ]; then
+		grep -q movablecore= /proc/cmdline &&
+			fail "no $what in an online movable memory block without holes, booted with $(grep -o 'movablecore=[^ ]*' /proc/cmdline)"
+		skip "no $what in a movable memory block without holes (boot with movablecore=)"
+	fi
+	BLK_PAGES=$n_best
+	st=/sys/devices/system/memory/memory$BLK/state
+	info "memory block $BLK ($(cat "/sys/devices/system/memory/memory$BLK/valid_zones" 2>/dev/null)) holds $BLK_PAGES of the $what"
+	# offline_pages() gives its reason for a failure with pr_debug() (with
+	# CONFIG_DYNAMIC_DEBUG); an unmovable page is dumped with pr_warn().
+	echo "file memory_hotplug.c +p" 2>/dev/null >/sys/kernel/debug/dynamic_debug/control || true
+	t0=$(date +%s)
+	if ! timeout 60 sh -c "echo offline >$st" 2>/tmp/offline.err; then
+		fail "offlining memory block $BLK failed after $(( $(date +%s) - t0 )) s: $(cat /tmp/offline.err); state $(cat "$st"); $(dmesg | grep -iE 'offlin|unmovable|isolat' | tail -n 8); $(dmesg | tail -n 5)"
+	fi
+	BLK_SECS=$(( $(date +%s) - t0 ))
+	[ "$BLK_SECS" -le 30 ] || fail "offlining memory block $BLK took $BLK_SECS s"
+}
+
+online_block_again() {
+	local st=/sys/devices/system/memory/memory$BLK/state
+	{ echo online_movable >"$st" || echo online >"$st"; } 2>/dev/null || info "block $BLK did not come back online"
+}
