@@ -81,12 +81,15 @@
  * Uncompressed data read from disk goes into large physical folios where
  * its place allows (DOC: Large physical folios in mm/shared_folio.c): a
  * folio of order k sits at an index aligned to 2^k, holds only pages of one
- * extent, and only pages the batch reads (btrfs_sf_order()), up to
+ * extent map, and only pages the batch reads and the first reader does not
+ * hold privately (btrfs_sf_order()), up to
  * fs_info->sf_max_order (/sys/fs/btrfs/<uuid>/shared_folio/max_order).
- * Since btrfs frees whole extents, the truncate of a freed range
- * (btrfs_sf_invalidate_range()) always covers whole folios.  The aliases
- * stay order 0, one per page.  Compressed extents' pages, and the private
- * folios a promotion turns into physical ones, stay order 0.
+ * One extent map may cover extents adjacent on disk (btrfs merges their
+ * maps), so a folio may hold pages of two: the truncate of a freed range
+ * (btrfs_sf_invalidate_range()) removes the folios at its ends whole,
+ * never a part of one.  The aliases stay order 0, one per page.
+ * Compressed extents' pages, and the private folios a promotion turns into
+ * physical ones, stay order 0.
  */
 
 /**
@@ -193,8 +196,8 @@
 #define BTRFS_SF_WINDOW		(SZ_1M >> PAGE_SHIFT)
 /* At most this many pages per batch (one array allocation). */
 #define BTRFS_SF_MAX_BATCH	256
-/* The default order cap of physical folios: a batch's worth, 1 MiB. */
-#define BTRFS_SF_MAX_ORDER	ilog2(BTRFS_SF_MAX_BATCH)
+/* A physical folio holds only pages of one batch (btrfs_sf_order()). */
+static_assert(BTRFS_SF_MAX_BATCH == 1 << BTRFS_SF_MAX_ORDER);
 /*
  * Allocations under a physical folio lock, when the preallocation failed:
  * no reclaim, no memcg throttling (see btrfs_sf_install()).
@@ -1049,10 +1052,12 @@ keep:
  * The order of a new physical folio for @items[0] and the @nr - 1 items
  * after it (DOC: btrfs extent cache index space): the largest, up to
  * @max_order, whose block of the extent cache starts at @items[0] and is
- * made of the next items, pages of one uncompressed extent in a row.  So
- * the folio lies inside the extent, and holds only pages the batch reads.
+ * made of the next items, pages of one uncompressed extent map in a row,
+ * none of which the batch's owner caches privately (it is promoted, not
+ * read again).  So the folio holds only pages the batch reads.
  */
-static unsigned int btrfs_sf_order(const struct btrfs_sf_item *items,
+static unsigned int btrfs_sf_order(const struct btrfs_sf_batch *b,
+				   const struct btrfs_sf_item *items,
 				   unsigned int nr, unsigned int max_order)
 {
 	pgoff_t ecidx = items[0].cpos >> PAGE_SHIFT;
@@ -1068,7 +1073,9 @@ static unsigned int btrfs_sf_order(const struct btrfs_sf_item *items,
 		for (i = n / 2; i < n; i++)
 			if (items[i].compress ||
 			    items[i].disk_bytenr != items[0].disk_bytenr ||
-			    items[i].cpos != items[0].cpos + ((u64)i << PAGE_SHIFT))
+			    items[i].cpos != items[0].cpos + ((u64)i << PAGE_SHIFT) ||
+			    (b->owner && items[i].owner_pos >= 0 &&
+			     btrfs_sf_owner_has_private(b->owner, items[i].owner_pos)))
 				return order;
 	}
 	return order;
@@ -1076,7 +1083,9 @@ static unsigned int btrfs_sf_order(const struct btrfs_sf_item *items,
 
 /*
  * The page of locked physical @folio that holds cache index @ecidx, or NULL
- * if it holds no longer (split meanwhile, before it had aliases).
+ * if it holds it no longer (split before it had a descriptor: a split of
+ * one with a descriptor is refused, and the batch's references make one
+ * fail anyway; kept as the check of a lookup's result).
  */
 static struct page *btrfs_sf_page(struct folio *folio, pgoff_t ecidx)
 {
@@ -1103,8 +1112,8 @@ static unsigned int btrfs_sf_get_physical(struct btrfs_inode *inode, struct inod
 	struct folio *folio;
 	int ret;
 
-	order = btrfs_sf_order(items, nr, min(READ_ONCE(fs_info->sf_max_order),
-					      mapping_max_folio_order(ec)));
+	order = btrfs_sf_order(b, items, nr, min(READ_ONCE(fs_info->sf_max_order),
+						 mapping_max_folio_order(ec)));
 again:
 	folio = filemap_get_folio(ec, ecidx);
 	/*
@@ -1155,13 +1164,17 @@ again:
 		/*
 		 * As readahead allocates: earlier folios of the batch are locked
 		 * and not yet submitted, so no OOM and no retrying reclaim here.
-		 * A large folio that cannot be had, or whose block holds a
-		 * folio already (another reader's, a promoted one), gives way
-		 * to a smaller one, as page_cache_ra_order() does.
+		 * A block that holds a folio already (another reader's, a
+		 * promoted one) gives way to a smaller one, looked at before
+		 * anything is allocated or charged; a large folio that cannot
+		 * be had or charged, to the next order down.
 		 */
+		while (order && filemap_range_has_page(ec, item->cpos,
+					item->cpos + (PAGE_SIZE << order) - 1))
+			order--;
 		folio = filemap_alloc_folio(readahead_gfp_mask(ec), order);
 		if (!folio && order) {
-			order = 0;
+			order--;
 			goto again;
 		}
 		if (!folio)
@@ -1170,8 +1183,12 @@ again:
 		ret = filemap_add_folio(ec, folio, ecidx, readahead_gfp_mask(ec));
 		if (ret) {
 			folio_put(folio);
-			if (ret == -EEXIST || order) {
+			if (ret == -EEXIST) {
 				order = 0;
+				goto again;
+			}
+			if (order) {
+				order--;
 				goto again;
 			}
 			return 1;
@@ -1650,6 +1667,7 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 		    folio_test_uptodate(folio) && !IS_VERITY(&inode->vfs_inode) &&
 		    ((loff_t)items[i].index << PAGE_SHIFT) < i_size_read(&inode->vfs_inode) &&
 		    (page = btrfs_sf_page(folio, items[i].cpos >> PAGE_SHIFT)) &&
+		    !PageHWPoison(page) &&
 		    shared_folio_attach(folio, &fs_info->sf_stats, &pa,
 					BTRFS_SF_LOCKED_GFP) &&
 		    !shared_folio_add_alias(folio, page, mapping, items[i].index,
@@ -1979,10 +1997,28 @@ vm_fault_t btrfs_sf_filemap_fault(struct vm_fault *vmf)
 /* Truncate [@lstart, @lend] from one extent cache. */
 static void btrfs_sf_invalidate_cache(struct inode *inode, u64 lstart, u64 lend)
 {
-	if (!inode->i_mapping->nrpages ||
-	    !filemap_range_has_page(inode->i_mapping, lstart, lend))
+	struct address_space *mapping = inode->i_mapping;
+	struct folio *folio;
+
+	if (!mapping->nrpages || !filemap_range_has_page(mapping, lstart, lend))
 		return;
-	truncate_inode_pages_range(inode->i_mapping, lstart, lend);
+	/*
+	 * A large folio at either end may hold pages of the neighbouring
+	 * extent too: btrfs merges the extent maps of extents adjacent on
+	 * disk, and btrfs_sf_order() follows the map.  Remove it whole rather
+	 * than cut it (a partial truncate would zero part of it and split it).
+	 */
+	folio = filemap_get_folio(mapping, lstart >> PAGE_SHIFT);
+	if (!IS_ERR(folio)) {
+		lstart = min_t(u64, lstart, folio_pos(folio));
+		folio_put(folio);
+	}
+	folio = filemap_get_folio(mapping, lend >> PAGE_SHIFT);
+	if (!IS_ERR(folio)) {
+		lend = max_t(u64, lend, folio_pos(folio) + folio_size(folio) - 1);
+		folio_put(folio);
+	}
+	truncate_inode_pages_range(mapping, lstart, lend);
 }
 
 /**

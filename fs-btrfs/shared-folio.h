@@ -12,6 +12,12 @@ struct btrfs_root;
 
 #ifdef CONFIG_SHARED_FOLIO
 
+/*
+ * The largest order of a physical folio read from disk, and the default of
+ * /sys/fs/btrfs/<uuid>/shared_folio/max_order: one populate batch, 1 MiB.
+ */
+#define BTRFS_SF_MAX_ORDER	8
+
 int btrfs_sf_init(struct btrfs_fs_info *fs_info);
 void btrfs_sf_exit(struct btrfs_fs_info *fs_info);
 void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count);

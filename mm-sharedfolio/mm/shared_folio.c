@@ -148,12 +148,13 @@
  *
  * A physical folio may be large: the filesystem reads an extent into
  * folios of the order its place in the extent cache allows (for btrfs:
- * aligned there, and inside the extent, so that freeing the extent
- * truncates whole folios).  Aliases stay order 0, one per page: an alias
+ * aligned there; when it frees space, it removes every folio the range
+ * touches, whole).  Aliases stay order 0, one per page: an alias
  * describes one page of the physical folio, whose PFN it keeps
  * (sf_alias_page()), and holds a reference on the folio.  The one
  * descriptor lists the aliases of every page, and max_sharing bounds them
- * per page.  So:
+ * per page on average: a large folio may have max_sharing times its pages
+ * in all.  So:
  *
  * - mapping an alias maps its page, never the folio's first one
  *   (finish_fault(), filemap_map_pages()), with a reference and a
@@ -165,9 +166,14 @@
  * - migration moves the folio whole, and each alias keeps its page's
  *   offset in it;
  * - reclaim detaches every alias of every page, then frees the folio; it
- *   is never split while it has aliases (their references make
- *   can_split_folio() fail), nor truncated in part (the filesystem frees
- *   whole extents).
+ *   is never split while it has a descriptor (split_huge_page() would
+ *   release it, detaching every sharer's aliases, and then fail on the
+ *   references of the mapped ones), nor truncated in part (the filesystem
+ *   removes whole folios).  So migration that cannot find a large enough
+ *   folio fails rather than split, and a soft offline or memory failure
+ *   of one of its pages fails (EBUSY) where an order-0 folio moves;
+ * - a promotion never stores over the shadow of an evicted large folio,
+ *   which stands for several indices: the reader reads the page instead.
  *
  * The node counter NR_SHARED_FOLIO and the @pages gauge count pages;
  * @folios counts folios.
@@ -548,7 +554,13 @@ static int sf_folio_move_to_cache(struct folio *folio,
 		}
 		spin_lock_nested(&cache->i_pages.xa_lock, SINGLE_DEPTH_NESTING);
 		entry = xas_load(&cxas);
-		if (entry && !xa_is_value(entry))
+		/*
+		 * A shadow may stand for an evicted large folio, over several
+		 * indices: an order-0 store would cover them all.  Give way;
+		 * the reader reads the page into a folio of its own, which
+		 * __filemap_add_folio() splits the shadow for.
+		 */
+		if (entry && (!xa_is_value(entry) || xas_get_order(&cxas)))
 			xas_set_err(&cxas, -EEXIST);
 		else
 			xas_store(&cxas, folio);
@@ -655,7 +667,8 @@ static bool sf_folio_mapped_writable(struct folio *folio)
  * one), one of an unevictable mapping, one a PTE dirtied meanwhile.
  *
  * Context: process context, @folio locked; allocates with @gfp.
- * Return: 0, -EBUSY, -EEXIST if @cache has a folio at @index, -ENOMEM.
+ * Return: 0, -EBUSY, -EEXIST if @cache has a folio at @index (or the
+ * shadow of a large one there), -ENOMEM.
  */
 int shared_folio_promote(struct folio *folio, struct address_space *cache,
 			 pgoff_t index, struct shared_folio_stats *stats,
@@ -1397,9 +1410,15 @@ EXPORT_SYMBOL_GPL(shared_folio_drop_behind);
 bool sf_alias_maybe_mapped(struct folio *alias)
 {
 	struct address_space *mapping = alias->mapping;
+	struct folio *folio = sf_alias_physical(alias);
 	bool mapped;
 
-	if (!folio_mapped(sf_alias_physical(alias)))
+	if (!folio_mapped(folio))
+		return false;
+	/* A page of a large folio keeps its own mapcount, as in 6.12. */
+	if (folio_test_large(folio) &&
+	    atomic_read(&sf_alias_page(alias)->_mapcount) < 0 &&
+	    !folio_entire_mapcount(folio))
 		return false;
 	if (!mapping || !i_mmap_trylock_read(mapping))
 		return true;

@@ -855,6 +855,12 @@ static void sf_test_large_physical(struct kunit *test)
 							     map0, i, NULL, GFP_KERNEL), 0);
 	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, folio_page(folio, 2),
 						     map1, 10, NULL, GFP_KERNEL), 0);
+	/*
+	 * Never split while it has a descriptor: the release would detach
+	 * every alias first.
+	 */
+	KUNIT_EXPECT_EQ(test, split_folio(folio), -EBUSY);
+	KUNIT_EXPECT_EQ(test, folio_order(folio), 2);
 	folio_unlock(folio);
 	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 5);
 	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base + 5);
@@ -933,6 +939,19 @@ static void sf_test_large_physical(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.aliases), 0);
 }
 
+/* Store @entry over the four indices from @index of @mapping (a shadow). */
+static void sf_test_store_order2(struct address_space *mapping, pgoff_t index,
+				 void *entry)
+{
+	XA_STATE_ORDER(xas, &mapping->i_pages, index, 2);
+
+	do {
+		xas_lock_irq(&xas);
+		xas_store(&xas, entry);
+		xas_unlock_irq(&xas);
+	} while (xas_nomem(&xas, GFP_KERNEL));
+}
+
 /*
  * A file's private folio becomes the physical folio in place: the same
  * memory, in the cache at the disk index, an alias in the file's slot.
@@ -964,6 +983,19 @@ static void sf_test_promote_in_place(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, cache->nrpages, 0);
 	KUNIT_EXPECT_FALSE(test, folio_test_private(folio));
 	folio_put(other);
+
+	/*
+	 * The shadow of an evicted order-2 folio at 12-15: an order-0 store
+	 * at 14 would cover all four indices.  The promotion gives way.
+	 */
+	sf_test_store_order2(cache, 12, xa_mk_value(0x5f));
+	KUNIT_EXPECT_EQ(test, shared_folio_promote(folio, cache, 14, &ctx->stats,
+						   GFP_KERNEL), -EEXIST);
+	KUNIT_EXPECT_PTR_EQ(test, folio->mapping, map);
+	KUNIT_EXPECT_PTR_EQ(test, xa_load(&cache->i_pages, 12), xa_mk_value(0x5f));
+	KUNIT_EXPECT_PTR_EQ(test, xa_load(&cache->i_pages, 15), xa_mk_value(0x5f));
+	KUNIT_EXPECT_EQ(test, cache->nrpages, 0);
+	sf_test_store_order2(cache, 12, NULL);
 
 	KUNIT_ASSERT_EQ(test, shared_folio_promote(folio, cache, 7, &ctx->stats,
 						   GFP_KERNEL), 0);
