@@ -1169,8 +1169,9 @@ again:
 		 * anything is allocated or charged; a large folio that cannot
 		 * be had or charged, to the next order down.
 		 */
-		while (order && filemap_range_has_page(ec, item->cpos,
-					item->cpos + (PAGE_SIZE << order) - 1))
+		while (order &&
+		       filemap_range_has_page(ec, item->cpos,
+					      item->cpos + (PAGE_SIZE << order) - 1))
 			order--;
 		folio = filemap_alloc_folio(readahead_gfp_mask(ec), order);
 		if (!folio && order) {
