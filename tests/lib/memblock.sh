@@ -6,8 +6,8 @@
 # offline_pages() refuses a block with a hole in it (-EINVAL, "memory
 # holes"), as on stock: the top block of a QEMU guest holds the firmware's
 # reserved range.  So the block is the one with the most of PFNS among
-# those that are wholly "System RAM" in /proc/iomem and online in
-# ZONE_MOVABLE; without one, the case is skipped unless the guest was
+# those that are wholly "System RAM" in /proc/iomem, online in
+# ZONE_MOVABLE and without a reserved page; without one, the case is skipped unless the guest was
 # booted with movablecore= (tests/run does), when it fails.
 # online_block_again: put BLK back online.
 # in_block: how many of the PFNS on stdin lie in BLK.
@@ -18,6 +18,18 @@ in_block() {
 	local bs
 	bs=$(_mb_bs)
 	awk -v lo=$((BLK * bs / 4096)) -v hi=$(((BLK + 1) * bs / 4096)) '$1 >= lo && $1 < hi' | wc -l
+}
+
+# _mb_no_reserved BLOCK: true if no page of BLOCK is PG_reserved (kpageflags
+# bit 32).  Boot-time allocations may land at the top of ZONE_MOVABLE (the
+# debug kernel's do), and offline_pages() fails on them as on stock.
+_mb_no_reserved() {
+	local per=$(( $(_mb_bs) / 4096 ))
+	[ -r /proc/kpageflags ] || return 0
+	dd if=/proc/kpageflags bs=65536 iflag=skip_bytes,count_bytes \
+		skip=$(( $1 * per * 8 )) count=$(( per * 8 )) status=none 2>/dev/null |
+		od -An -v -t u8 -w8 |
+		awk '{ if (int($1 / 4294967296) % 2) r++ } END { exit r > 0 }'
 }
 
 offline_block_of() {
@@ -39,6 +51,7 @@ offline_block_of() {
 		grep -qx 'online' "/sys/devices/system/memory/memory$b/state" 2>/dev/null || continue
 		grep -q 'Movable' "/sys/devices/system/memory/memory$b/valid_zones" 2>/dev/null || continue
 		_mb_whole "$b" || continue
+		_mb_no_reserved "$b" || continue
 		BLK=$b n_best=$n
 	done < <(awk -v bs="$bs" '{ print int($1 * 4096 / bs) }' <<<"$pfns" | sort -n | uniq -c)
 	if [ -z "$BLK" ]; then
