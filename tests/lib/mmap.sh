@@ -62,6 +62,9 @@ mapper_stop_all() {
 # Mapped file pages in KiB ("Mapped" in /proc/meminfo).
 mapped_kb() { awk '/^Mapped:/ { print $2 }' /proc/meminfo; }
 
+# The audit's first line, the physical folios by order: " 0:N 8:M".
+audit_orders() { sed -n 's/^orders//p' "$AUDIT"; }
+
 audit_expect() {
 	local out
 	out=$(cat "$AUDIT") || fail "read $AUDIT"
