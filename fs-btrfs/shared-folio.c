@@ -87,9 +87,27 @@
  * One extent map may cover extents adjacent on disk (btrfs merges their
  * maps), so a folio may hold pages of two: the truncate of a freed range
  * (btrfs_sf_invalidate_range()) removes the folios at its ends whole,
- * never a part of one.  The aliases stay order 0, one per page.
- * Compressed extents' pages, and the private folios a promotion turns into
- * physical ones, stay order 0.
+ * never a part of one.  Compressed extents' pages, and the private folios
+ * a promotion turns into physical ones, stay order 0.
+ */
+
+/**
+ * DOC: btrfs large aliases
+ *
+ * A read() of pages that a large physical folio holds in a row gets one
+ * large alias for them (DOC: Large aliases in mm/shared_folio.c), of the
+ * largest order k, at most the folio's, at which the file's index and the
+ * extent cache's are both multiples of 2^k and every page is below EOF
+ * (btrfs_sf_alias_order()); the rest get an alias a page.  The two indices
+ * differ by the extent's place on disk less its place in the file, so the
+ * order is bounded by how that difference is aligned: a snapshot or a
+ * reflink at the same offset aligns as its extent does on disk.
+ *
+ * A file that any process maps gets order-0 aliases only: a fault removes
+ * the large aliases of its block first (shared_folio_break(): a large
+ * alias is never mapped) and its populate installs order-0 ones.
+ * /sys/fs/btrfs/<uuid>/shared_folio/large_aliases (default 1) turns them
+ * off for reads that start afterwards.
  */
 
 /**
@@ -303,6 +321,7 @@ int btrfs_sf_init(struct btrfs_fs_info *fs_info)
 	fs_info->sf_enabled = true;
 	fs_info->sf_lazy = true;
 	fs_info->sf_max_order = BTRFS_SF_MAX_ORDER;
+	fs_info->sf_large_aliases = true;
 	return 0;
 }
 
@@ -1622,9 +1641,94 @@ static void btrfs_sf_read_physical(struct btrfs_inode *inode, struct inode *cach
 }
 
 /*
+ * The order of one large alias for @items[0] and the items after it (DOC:
+ * btrfs large aliases), or 0: the largest k, at most the order of their
+ * physical folio, such that the next 2^k items are that folio's pages in a
+ * row from a multiple of 2^k in it, at file indices in a row from a
+ * multiple of 2^k, all below EOF (@eof_index: the first index past it).
+ */
+static unsigned int btrfs_sf_alias_order(const struct btrfs_sf_item *items,
+					 unsigned int nr, pgoff_t eof_index)
+{
+	struct folio *folio = items[0].folio;
+	pgoff_t ecidx = items[0].cpos >> PAGE_SHIFT;
+	unsigned int order, n, i;
+
+	if (!folio || !folio_test_large(folio))
+		return 0;
+	for (order = folio_order(folio); order; order--) {
+		n = 1U << order;
+		if (n > nr || !IS_ALIGNED(ecidx, n) ||
+		    !IS_ALIGNED(items[0].index, n) ||
+		    items[0].index + n > eof_index)
+			continue;
+		for (i = 1; i < n; i++)
+			if (items[i].folio != folio ||
+			    items[i].index != items[0].index + i ||
+			    items[i].cpos != items[0].cpos + ((u64)i << PAGE_SHIFT))
+				break;
+		if (i == n)
+			return order;
+	}
+	return 0;
+}
+
+/*
+ * Install an alias of @item's page of locked @folio in the file's mapping;
+ * false if it cannot be shared after all.  Not beyond EOF: btrfs_setsize()
+ * shrinks i_size and truncates the page cache under the invalidate lock,
+ * which we hold.  fs-verity may have been enabled since the entry check:
+ * its data is never shared.  Nothing under the physical folio lock
+ * allocates with reclaim or memcg throttling: readers of every sharer,
+ * migration and the transaction commit (btrfs_sf_invalidate_range()) wait
+ * for that lock.  Should the allocations fail, the page is read privately.
+ */
+static bool btrfs_sf_install_one(struct btrfs_inode *inode, struct inode *cache,
+				 struct folio *folio, const struct btrfs_sf_item *item,
+				 struct shared_folio_prealloc *pa)
+{
+	struct btrfs_fs_info *fs_info = inode->root->fs_info;
+	struct page *page;
+
+	return folio->mapping == cache->i_mapping &&
+	       folio_test_uptodate(folio) && !IS_VERITY(&inode->vfs_inode) &&
+	       ((loff_t)item->index << PAGE_SHIFT) < i_size_read(&inode->vfs_inode) &&
+	       (page = btrfs_sf_page(folio, item->cpos >> PAGE_SHIFT)) &&
+	       !PageHWPoison(page) &&
+	       shared_folio_attach(folio, &fs_info->sf_stats, pa,
+				   BTRFS_SF_LOCKED_GFP) &&
+	       !shared_folio_add_alias(folio, page, inode->vfs_inode.i_mapping,
+				       item->index, pa, BTRFS_SF_LOCKED_GFP);
+}
+
+/*
+ * The same for the 2^@order items from @item, in one large alias (the
+ * caller checked them with btrfs_sf_alias_order(); EOF cannot have moved).
+ */
+static bool btrfs_sf_install_large(struct btrfs_inode *inode, struct inode *cache,
+				   struct folio *folio, const struct btrfs_sf_item *item,
+				   unsigned int order, struct shared_folio_prealloc *pa)
+{
+	struct btrfs_fs_info *fs_info = inode->root->fs_info;
+	struct page *page;
+
+	return folio->mapping == cache->i_mapping &&
+	       folio_test_uptodate(folio) && !IS_VERITY(&inode->vfs_inode) &&
+	       !folio_test_has_hwpoisoned(folio) &&
+	       (page = btrfs_sf_page(folio, item->cpos >> PAGE_SHIFT)) &&
+	       shared_folio_attach(folio, &fs_info->sf_stats, pa,
+				   BTRFS_SF_LOCKED_GFP) &&
+	       !shared_folio_add_large_alias(folio, page, order,
+					     inode->vfs_inode.i_mapping,
+					     item->index, pa, BTRFS_SF_LOCKED_GFP);
+}
+
+/*
  * Wait for each item's physical folio and install an alias of it in the
- * file's mapping; drop the folio references.  Without @wait, only drop
- * them: the reads were the asynchronous window's.
+ * file's mapping: one large alias for the items a large physical folio
+ * serves in a row where their places allow (DOC: btrfs large aliases),
+ * else one alias a page; drop the folio references.  Without @wait, only
+ * drop them: the reads were the asynchronous window's.
  */
 static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 			     struct btrfs_sf_item *items, unsigned int nr,
@@ -1633,50 +1737,51 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 	struct btrfs_fs_info *fs_info = inode->root->fs_info;
 	struct address_space *mapping = inode->vfs_inode.i_mapping;
 	struct shared_folio_prealloc pa = { };
-	unsigned int i;
+	pgoff_t eof_index = DIV_ROUND_UP(i_size_read(&inode->vfs_inode), PAGE_SIZE);
+	/* A file with a VMA gets order-0 aliases: its faults map them. */
+	bool large = wait && READ_ONCE(fs_info->sf_large_aliases) &&
+		     !mapping_mapped(mapping);
+	unsigned int i, j, n, order;
 
-	for (i = 0; i < nr; i++) {
+	for (i = 0; i < nr; i += n) {
 		struct folio *folio = items[i].folio;
-		struct page *page;
 
+		n = 1;
 		if (!folio)
 			continue;
+		order = large ? btrfs_sf_alias_order(&items[i], nr - i, eof_index) : 0;
+		n = 1U << order;
 		/* Before the lock: see BTRFS_SF_LOCKED_GFP. */
 		if (wait)
 			shared_folio_prealloc(&pa, GFP_NOFS);
+		if (order)
+			shared_folio_prealloc_large(&pa, GFP_NOFS);
 		/* A killed reader stops waiting; the pages stay unshared. */
 		if (!wait || folio_lock_killable(folio)) {
-			folio_put(folio);
+			for (j = i; j < i + n; j++)
+				folio_put(items[j].folio);
 			continue;
 		}
 		if (folio_test_clear_readahead(folio) && !b->marked) {
 			b->marked = true;
 			b->marker = items[i].index;
 		}
-		b->read |= items[i].read;
-		/*
-		 * Not beyond EOF: btrfs_setsize() shrinks i_size and truncates
-		 * the page cache under the invalidate lock, which we hold.
-		 * fs-verity may have been enabled since the entry check: its
-		 * data is never shared.  Nothing under the physical folio lock
-		 * allocates with reclaim or memcg throttling: readers of every
-		 * sharer, migration and the transaction commit
-		 * (btrfs_sf_invalidate_range()) wait for that lock.  Should
-		 * the allocations fail, the page is read privately.
-		 */
-		if (folio->mapping == cache->i_mapping &&
-		    folio_test_uptodate(folio) && !IS_VERITY(&inode->vfs_inode) &&
-		    ((loff_t)items[i].index << PAGE_SHIFT) < i_size_read(&inode->vfs_inode) &&
-		    (page = btrfs_sf_page(folio, items[i].cpos >> PAGE_SHIFT)) &&
-		    !PageHWPoison(page) &&
-		    shared_folio_attach(folio, &fs_info->sf_stats, &pa,
-					BTRFS_SF_LOCKED_GFP) &&
-		    !shared_folio_add_alias(folio, page, mapping, items[i].index,
-					    &pa, BTRFS_SF_LOCKED_GFP) &&
-		    !items[i].read && !items[i].promoted)
-			b->hits++;
+		if (order && btrfs_sf_install_large(inode, cache, folio, &items[i],
+						    order, &pa)) {
+			for (j = i; j < i + n; j++)
+				b->hits += !items[j].read && !items[j].promoted;
+		} else {
+			for (j = i; j < i + n; j++)
+				if (btrfs_sf_install_one(inode, cache, folio,
+							 &items[j], &pa) &&
+				    !items[j].read && !items[j].promoted)
+					b->hits++;
+		}
+		for (j = i; j < i + n; j++)
+			b->read |= items[j].read;
 		folio_unlock(folio);
-		folio_put(folio);
+		for (j = i; j < i + n; j++)
+			folio_put(items[j].folio);
 	}
 	shared_folio_prealloc_free(&pa);
 }
@@ -1962,6 +2067,14 @@ vm_fault_t btrfs_sf_filemap_fault(struct vm_fault *vmf)
 	loff_t pos = (loff_t)round_down(vmf->pgoff, 16) << PAGE_SHIFT;
 	struct file *fpin;
 
+	/*
+	 * A large alias is never mapped: it goes before the populate, which
+	 * installs order-0 aliases in its place (DOC: btrfs large aliases).
+	 */
+	if (!(vmf->flags & FAULT_FLAG_RETRY_NOWAIT) &&
+	    atomic_long_read(&inode->root->fs_info->sf_stats.large_aliases))
+		shared_folio_break(vma->vm_file->f_mapping, pos >> PAGE_SHIFT,
+				   (pos >> PAGE_SHIFT) + 15);
 	if ((vmf->flags & FAULT_FLAG_RETRY_NOWAIT) ||
 	    ((vmf->flags & FAULT_FLAG_WRITE) && (vma->vm_flags & VM_SHARED)) ||
 	    !btrfs_sf_fault_wants_populate(inode, vmf->pgoff))

@@ -89,13 +89,38 @@ def folio_pfn(prog, folio):
     addr = folio.value_()
     base = vmemmap(prog)
     if addr < base:
-        return sf_alias_of(prog, folio).pfn.value_()
+        return alias_pfn(prog, sf_alias_of(prog, folio))
     return (addr - base) // page_size_of(prog)
 
 
 def sf_alias_of(prog, alias):
     """The struct sf_alias around an alias folio."""
     return cast("struct sf_alias *", alias)
+
+
+def alias_pfn(prog, a):
+    """The PFN of an alias's (first) physical page, from its struct sf_alias
+    *: ->pfn_word >> 1 since large aliases (RFC v12: bit 0 kept clear for
+    page_fixed_fake_head()), ->pfn before."""
+    if prog.type("struct sf_alias").has_member("pfn_word"):
+        return a.pfn_word.value_() >> 1
+    return a.pfn.value_()
+
+
+def alias_order(prog, a):
+    """The order of an alias (struct sf_alias *): 0, or a large alias's
+    (DOC: Large aliases), kept in its folio's _flags_1 as for any folio."""
+    if not a.page.flags.value_() & (1 << prog.constant("PG_head").value_()):
+        return 0
+    return cast("struct folio *", a.page.address_of_())._flags_1.value_() & 0xff
+
+
+def alias_descriptor(prog, a):
+    """->sf of an alias (struct sf_alias *): a large alias keeps it in its
+    struct sf_alias_large (the order-0 place is its folio's _flags_1)."""
+    if alias_order(prog, a):
+        return cast("struct sf_alias_large *", a).sf
+    return a.sf
 
 
 def alias_folio(prog, a):
@@ -134,7 +159,7 @@ def alias_physical(prog, alias):
     """(physical folio, PFN) of an alias folio: the PFN of the alias's page,
     and the (head) folio that page belongs to, large or not."""
     a = sf_alias_of(prog, alias)
-    pfn = a.pfn.value_()
+    pfn = alias_pfn(prog, a)
     if alias_keeps_folio(prog):
         return a.folio, pfn
     return pfn_folio(prog, pfn), pfn
@@ -267,10 +292,12 @@ def folio_aliases(prog, sf, nr_pages=1):
 
 def aliases_by_pfn(prog, aliases):
     """{pfn: [struct sf_alias *]}: a descriptor's aliases by the page each
-    stands for."""
+    stands for (a large alias, by each of its pages)."""
     out = {}
     for a in aliases:
-        out.setdefault(a.pfn.value_(), []).append(a)
+        pfn = alias_pfn(prog, a)
+        for j in range(1 << alias_order(prog, a)):
+            out.setdefault(pfn + j, []).append(a)
     return out
 
 
@@ -355,7 +382,7 @@ def inode_cache(prog, inode):
             try:
                 phys, pfn = alias_physical(prog, folio)
             except FaultError:
-                phys, pfn = None, sf_alias_of(prog, folio).pfn.value_()
+                phys, pfn = None, alias_pfn(prog, sf_alias_of(prog, folio))
             yield CacheEntry(index, "alias", folio, pfn, phys)
         else:
             yield CacheEntry(index, "private", folio, folio_pfn(prog, folio), None)
@@ -646,7 +673,9 @@ def alias_ptes(prog, aliases, pfn, memo=None):
         mapping = alias.mapping.read_()
         if not mapping:
             continue
-        m1, o1 = page_ptes(prog, mapping, alias.index.value_(), pfn, memo)
+        # a large alias's page at pfn is at its own index in the file
+        index = alias.index.value_() + pfn - alias_pfn(prog, a)
+        m1, o1 = page_ptes(prog, mapping, index, pfn, memo)
         for found, out in ((m1, mapped), (o1, others)):
             for m in found:
                 k = (m.mm.value_(), m.address)
@@ -699,7 +728,11 @@ def fs_counters(prog, fs_info):
     names = ("folios", "aliases", "hits", "misses", "unshares", "reclaims")
     if has_pages_counter(prog):
         names += ("pages",)
+    if st.type_.has_member("large_aliases"):
+        names += ("large_aliases", "breaks")
     c = {f: getattr(st, f).counter.value_() for f in names}
+    if "large_aliases" in c:	# its sysfs name
+        c["large_alias_count"] = c.pop("large_aliases")
     # shared_folio_bytes_saved(): aliases less the pages they stand on
     c["bytes_saved"] = max(0, c["aliases"] - c.get("pages", c["folios"])) << PAGE_SHIFT
     c["enabled"] = int(fs_info.sf_enabled.value_())
@@ -715,7 +748,8 @@ def totals(prog):
     """Counted by walking the structures, next to the kernel's counters
     ("kernel_pages" None on a kernel without the pages counter)."""
     t = {"filesystems": 0, "folios": 0, "pages": 0, "aliases": 0, "bytes_saved": 0,
-         "orders": {}, "kernel_folios": 0, "kernel_aliases": 0,
+         "orders": {}, "alias_objects": 0, "alias_orders": {},
+         "kernel_folios": 0, "kernel_aliases": 0,
          "kernel_pages": 0 if has_pages_counter(prog) else None}
     for fs in for_each_btrfs(prog):
         if not has_sharing(fs):
@@ -731,7 +765,12 @@ def totals(prog):
             t["folios"] += 1
             t["pages"] += 1 << order
             t["orders"][order] = t["orders"].get(order, 0) + 1
-            t["aliases"] += len(s.aliases)
+            # pages aliased (the kernel's counter), and the objects
+            for a in s.aliases:
+                ao = alias_order(prog, a)
+                t["aliases"] += 1 << ao
+                t["alias_objects"] += 1
+                t["alias_orders"][ao] = t["alias_orders"].get(ao, 0) + 1
     t["bytes_saved"] = max(0, t["aliases"] - t["pages"]) << PAGE_SHIFT
     t["vmstat_nr_shared_folio"] = node_stat_exact(prog, "NR_SHARED_FOLIO")
     t["vmstat_nr_shared_folio_alias"] = node_stat_exact(prog, "NR_SHARED_FOLIO_ALIAS")
@@ -809,12 +848,12 @@ def audit(prog, counted=None):
     cap = max_sharing(prog)
     by_pages = has_pages_counter(prog)
     seen = {"filesystems": 0, "folios": 0, "pages": 0, "aliases": 0, "mapped": 0, "ptes": 0,
-            "orders": {}}
+            "orders": {}, "alias_orders": {}}
     for fs in for_each_btrfs(prog):
         if not has_sharing(fs):
             continue
         seen["filesystems"] += 1
-        nfolios = npages_fs = naliases = 0
+        nfolios = npages_fs = naliases = npages_fs_aliased = 0
         for index, f, ec in extent_cache_folios(prog, fs):
             sf = sf_descriptor(prog, f)
             if sf is None:
@@ -870,16 +909,26 @@ def audit(prog, counted=None):
                 if listed.get(alias.value_()) is s:
                     continue	# a list that loops: checked once
                 listed[alias.value_()] = s
-                if a.sf != sf:
+                if alias_descriptor(prog, a) != sf:
                     bad.append("%s: points at another descriptor" % aw)
-                apfn = a.pfn.value_()
+                apfn = alias_pfn(prog, a)
+                aorder = alias_order(prog, a)
+                npages_fs_aliased += 1 << aorder
+                if aorder:
+                    seen["alias_orders"][aorder] = seen["alias_orders"].get(aorder, 0) + 1
+                    if (apfn - s.pfn) % (1 << aorder) or alias.index.value_() % (1 << aorder):
+                        bad.append("%s: order %d at pfn %#x, index %d: not aligned"
+                                   % (aw, aorder, apfn, alias.index.value_()))
+                    if refcount(alias) < (1 << aorder):
+                        bad.append("%s: order %d, refcount %d below the page cache's"
+                                   % (aw, aorder, refcount(alias)))
                 try:
                     phys = alias_physical(prog, alias)[0]
                 except FaultError:	# a PFN outside the memmap
                     phys = None
                 if phys is None or phys != f:
                     bad.append("%s: points at another physical folio" % aw)
-                if not s.pfn <= apfn < s.pfn + npages:
+                if not s.pfn <= apfn <= apfn + (1 << aorder) - 1 < s.pfn + npages:
                     bad.append("%s: pfn %#x, physical is %#x%s"
                                % (aw, apfn, s.pfn,
                                   "" if order == 0 else "-%#x" % (s.pfn + npages - 1)))
@@ -909,9 +958,11 @@ def audit(prog, counted=None):
         if "pages" in c and c["pages"] != npages_fs:
             bad.append("%s: counter says %d pages of shared folios, walk finds %d"
                        % (fs_name(fs), c["pages"], npages_fs))
-        if c["aliases"] != naliases:
+        # the aliases counter counts pages aliased since large aliases
+        want = npages_fs_aliased if "large_alias_count" in c else naliases
+        if c["aliases"] != want:
             bad.append("%s: counter says %d aliases, walk finds %d"
-                       % (fs_name(fs), c["aliases"], naliases))
+                       % (fs_name(fs), c["aliases"], want))
         # every alias in a file's page cache is on its descriptor's list
         for inode in for_each_inode(prog, fs):
             if not inode.i_mapping or not inode.i_mapping.nrpages:

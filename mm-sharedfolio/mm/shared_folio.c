@@ -178,6 +178,45 @@
  * The node counter NR_SHARED_FOLIO and the @pages gauge count pages;
  * @folios counts folios.
  */
+/**
+ * DOC: Large aliases
+ *
+ * An alias may describe 2^k pages of a physical folio at once: pages
+ * @page to @page + 2^k - 1 of it, @page at a multiple of 2^k, for the
+ * file's indices @index to @index + 2^k - 1, @index a multiple of 2^k
+ * (shared_folio_add_large_alias()).  It is one struct sf_alias_large (a
+ * struct folio, 280 bytes) and one multi-index xarray entry, where order-0
+ * aliases would be 2^k objects of 96 bytes and 2^k slots.
+ *
+ * Its folio is large as far as the page cache can tell: PG_head, order,
+ * folio_nr_pages(), the page cache's reference a page, mapcounts of an
+ * unmapped folio.  Its tail pages are never used as pages: page 1 keeps
+ * the PFN where a tail keeps its compound head, and page arithmetic on an
+ * alias would reach slab memory.  So only two paths ever use it whole:
+ *
+ * - read() and splice, which take their data from the physical folio at
+ *   the alias's offset in it (sf_folio_data(): filemap_read(),
+ *   filemap_splice_read(); the pipe holds the physical pages, which
+ *   page_cache_pipe_buf_try_steal() never steals);
+ * - the page cache's own bookkeeping, which only needs the folio's size
+ *   and index: removal (truncate, invalidation, the shrinker, reclaim
+ *   of the physical folio), lookups that return it whole to those.
+ *
+ * Every other lookup removes it first, whole, and finds its index empty
+ * (sf_alias_break(), counted in @breaks): __filemap_get_folio() (so a
+ * write, a fault, and a filesystem's own lookups of one index, such as
+ * btrfs send, see order-0 folios only), sf_alias_unshare() and
+ * shared_folio_overwrite().  Fault-around passes over it
+ * (next_uptodate_folio()).  A large alias is therefore never mapped: the
+ * reverse map of a physical folio walks its first page only, and finds
+ * nothing there.  The filesystem installs large aliases only in a file
+ * that no process maps, so that a fault and the populate before it do not
+ * take turns removing and installing one.
+ *
+ * The @aliases gauge counts pages aliased, so that @bytes_saved stays
+ * (aliases - pages) pages; @large_aliases counts large alias objects, and
+ * NR_SHARED_FOLIO_ALIAS counts alias objects of either size.
+ */
 #include <linux/mm.h>
 #include <linux/pagemap.h>
 #include <linux/slab.h>
@@ -208,6 +247,7 @@
 #include <trace/events/filemap.h>
 
 static struct kmem_cache *sf_alias_cache __ro_after_init;
+static struct kmem_cache *sf_alias_large_cache __ro_after_init;
 
 /*
  * Aliases are charged to the memcg of the reader that creates them, but are
@@ -221,6 +261,8 @@ static struct kmem_cache *sf_alias_cache __ro_after_init;
  * its inode.
  */
 static struct list_lru sf_alias_lru;
+/* The large aliases' (DOC: Large aliases), under the same shrinker. */
+static struct list_lru sf_alias_large_lru;
 /* Its own lock class: the list lock nests in the IRQ-safe i_pages lock. */
 static struct lock_class_key sf_alias_lru_key;
 
@@ -256,7 +298,19 @@ static inline bool sf_alias_linked(struct sf_alias *a)
 /* The descriptor of a linked alias (struct sf_alias). */
 static inline struct shared_folio *sf_alias_descriptor(struct sf_alias *a)
 {
-	return a->sf;
+	return *sf_alias_sfp(a);
+}
+
+/* The alias LRU @a is on while it is in a mapping. */
+static inline struct list_lru *sf_alias_lru_of(struct sf_alias *a)
+{
+	return sf_alias_is_large(a) ? &sf_alias_large_lru : &sf_alias_lru;
+}
+
+/* The page cache's references on an alias: one per page, as on any folio. */
+static inline unsigned int sf_alias_cache_refs(struct sf_alias *a)
+{
+	return folio_nr_pages(sf_alias_to_folio(a));
 }
 
 /*
@@ -273,6 +327,12 @@ static inline struct shared_folio *sf_alias_descriptor(struct sf_alias *a)
 static struct sf_alias *sf_alias_alloc(gfp_t gfp)
 {
 	return kmem_cache_alloc_lru(sf_alias_cache, &sf_alias_lru,
+				    (gfp & GFP_RECLAIM_MASK) | __GFP_ZERO);
+}
+
+static struct sf_alias_large *sf_alias_large_alloc(gfp_t gfp)
+{
+	return kmem_cache_alloc_lru(sf_alias_large_cache, &sf_alias_large_lru,
 				    (gfp & GFP_RECLAIM_MASK) | __GFP_ZERO);
 }
 
@@ -304,6 +364,20 @@ void shared_folio_prealloc(struct shared_folio_prealloc *pa, gfp_t gfp)
 EXPORT_SYMBOL_GPL(shared_folio_prealloc);
 
 /**
+ * shared_folio_prealloc_large() - allocate a large alias in advance
+ * @pa: what is kept; its large alias slot is filled if empty
+ * @gfp: allocation flags
+ *
+ * As shared_folio_prealloc(), for shared_folio_add_large_alias().
+ */
+void shared_folio_prealloc_large(struct shared_folio_prealloc *pa, gfp_t gfp)
+{
+	if (!pa->sfl)
+		pa->sfl = sf_alias_large_alloc(gfp);
+}
+EXPORT_SYMBOL_GPL(shared_folio_prealloc_large);
+
+/**
  * shared_folio_prealloc_free() - free what shared_folio_prealloc() kept
  * @pa: the preallocation; empty afterwards
  */
@@ -312,8 +386,11 @@ void shared_folio_prealloc_free(struct shared_folio_prealloc *pa)
 	kfree(pa->sf);
 	if (pa->sfa)
 		kmem_cache_free(sf_alias_cache, pa->sfa);
+	if (pa->sfl)
+		kmem_cache_free(sf_alias_large_cache, pa->sfl);
 	pa->sf = NULL;
 	pa->sfa = NULL;
+	pa->sfl = NULL;
 }
 EXPORT_SYMBOL_GPL(shared_folio_prealloc_free);
 
@@ -385,23 +462,31 @@ unsigned int sf_folio_nr_aliases(struct folio *folio)
 }
 
 /*
- * Make @a an alias of @page, a page of @folio, for (@mapping, @index):
- * uptodate, clean, not on the LRU, holding a reference on @folio.  Not yet
- * in @mapping.
+ * Make @a an alias of the 2^@order pages from @page, pages of @folio, for
+ * (@mapping, @index): uptodate, clean, not on the LRU, holding a reference
+ * on @folio, and the page cache's (one a page).  Not yet in @mapping.  A
+ * large alias is made a large folio as prep_compound_head() makes one, but
+ * for its tail pages, which it never uses: its PFN is where page 1 keeps
+ * its compound head.
  */
 static struct folio *sf_alias_init(struct sf_alias *a, struct folio *folio,
-				   struct page *page, struct shared_folio *sf,
+				   struct page *page, unsigned int order,
+				   struct shared_folio *sf,
 				   struct address_space *mapping, pgoff_t index)
 {
 	struct folio *alias = sf_alias_to_folio(a);
 
 	a->page.flags = folio->flags & SF_ALIAS_LINKS;
-	set_page_count(&a->page, 1);
+	if (order) {
+		__folio_set_head(alias);
+		prep_compound_head(&a->page, order);
+	}
+	set_page_count(&a->page, 1 << order);
 	atomic_set(&a->page._mapcount, -1);
-	a->pfn = page_to_pfn(page);
+	sf_alias_set_pfn(a, page_to_pfn(page));
 	INIT_LIST_HEAD(&a->page.lru);
-	a->sf = sf;
-	INIT_LIST_HEAD(&a->lru);
+	*sf_alias_sfp(a) = sf;
+	INIT_LIST_HEAD(sf_alias_lru_entry(a));
 	alias->mapping = mapping;
 	alias->index = index;
 	__folio_mark_uptodate(alias);
@@ -418,18 +503,109 @@ static struct folio *sf_alias_init(struct sf_alias *a, struct folio *folio,
 static void sf_alias_link(struct sf_alias *a, struct folio *folio)
 {
 	struct folio *alias = sf_alias_to_folio(a);
-	struct shared_folio *sf = a->sf;
+	struct shared_folio *sf = sf_alias_descriptor(a);
 
 	spin_lock(&sf->lock);
 	list_add_tail(&a->page.lru, &sf->aliases);
 	++sf->nr_aliases;
 	spin_unlock(&sf->lock);
-	atomic_long_inc(&sf->stats->aliases);
+	atomic_long_add(folio_nr_pages(alias), &sf->stats->aliases);
+	if (sf_alias_is_large(a))
+		atomic_long_inc(&sf->stats->large_aliases);
 	__node_stat_mod_folio(folio, NR_SHARED_FOLIO_ALIAS, 1);
-	list_lru_add_obj(&sf_alias_lru, &a->lru);
+	list_lru_add_obj(sf_alias_lru_of(a), sf_alias_lru_entry(a));
 	trace_mm_filemap_add_to_page_cache(alias);
-	trace_shared_folio_share(alias->mapping, alias->index, a->pfn,
+	trace_shared_folio_share(alias->mapping, alias->index, sf_alias_pfn(a),
 				 sf->nr_aliases);
+}
+
+/* Undo sf_alias_init() of an alias that never entered a mapping. */
+static void sf_alias_discard(struct sf_alias *a, struct folio *folio)
+{
+	bool large = sf_alias_is_large(a);
+
+	__folio_clear_locked(sf_alias_to_folio(a));
+	sf_alias_to_folio(a)->mapping = NULL;
+	folio_put(folio);
+	if (large)
+		kmem_cache_free(sf_alias_large_cache, sf_alias_large(a));
+	else
+		kmem_cache_free(sf_alias_cache, a);
+}
+
+/*
+ * May an alias of the 2^@order pages of @folio from @page be added at
+ * @index?  Sets *@sfp to @folio's descriptor.
+ */
+static int sf_alias_check(struct folio *folio, struct page *page,
+			  unsigned int order, pgoff_t index,
+			  struct shared_folio **sfp)
+{
+	struct shared_folio *sf = folio_get_private(folio);
+
+	VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(folio), folio);
+	VM_WARN_ON_ONCE_FOLIO(!folio_test_uptodate(folio), folio);
+	if (!sf)
+		return -EINVAL;
+	if (page_folio(page) != folio || order > folio_order(folio) ||
+	    !IS_ALIGNED(folio_page_idx(folio, page), 1UL << order) ||
+	    !IS_ALIGNED(index, 1UL << order)) {
+		VM_WARN_ON_ONCE_FOLIO(1, folio);
+		return -EINVAL;
+	}
+	/* max_sharing is per page: a large folio has room for as many each. */
+	if (READ_ONCE(sf->nr_aliases) >=
+	    READ_ONCE(max_sharing) * folio_nr_pages(folio))
+		return -ENOSPC;
+	*sfp = sf;
+	return 0;
+}
+
+/*
+ * Make @a an alias of 2^@order pages of @folio from @page and store it at
+ * @index of @mapping, over nothing but shadow entries; or free it.
+ */
+static int sf_alias_insert(struct sf_alias *a, struct folio *folio,
+			   struct page *page, unsigned int order,
+			   struct shared_folio *sf,
+			   struct address_space *mapping, pgoff_t index,
+			   gfp_t gfp)
+{
+	XA_STATE_ORDER(xas, &mapping->i_pages, index, order);
+	struct folio *alias;
+	void *entry;
+
+	alias = sf_alias_init(a, folio, page, order, sf, mapping, index);
+	mapping_set_update(&xas, mapping);
+	do {
+		xas_lock_irq(&xas);
+		/*
+		 * A shadow entry is order 0 in a mapping whose own folios are
+		 * (a filesystem that shares extents keeps its files' folios
+		 * order 0), and an alias leaves none: a large alias only ever
+		 * replaces order-0 entries.
+		 */
+		xas_for_each_conflict(&xas, entry) {
+			if (!xa_is_value(entry) ||
+			    (order && xa_get_order(xas.xa, xas.xa_index))) {
+				xas_set_err(&xas, -EEXIST);
+				goto unlock;
+			}
+		}
+		xas_store(&xas, alias);
+		if (xas_error(&xas))
+			goto unlock;
+		mapping->nrpages += 1UL << order;
+		sf_alias_link(a, folio);
+unlock:
+		xas_unlock_irq(&xas);
+	} while (xas_nomem(&xas, gfp));
+
+	if (xas_error(&xas)) {
+		sf_alias_discard(a, folio);
+		return xas_error(&xas);
+	}
+	return 0;
 }
 
 /**
@@ -454,25 +630,13 @@ int shared_folio_add_alias(struct folio *folio, struct page *page,
 			   struct address_space *mapping, pgoff_t index,
 			   struct shared_folio_prealloc *pa, gfp_t gfp)
 {
-	XA_STATE(xas, &mapping->i_pages, index);
-	struct shared_folio *sf = folio_get_private(folio);
-	struct folio *alias;
+	struct shared_folio *sf;
 	struct sf_alias *a;
-	void *entry;
+	int err;
 
-	VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(folio), folio);
-	VM_WARN_ON_ONCE_FOLIO(!folio_test_uptodate(folio), folio);
-	if (!sf)
-		return -EINVAL;
-	if (page_folio(page) != folio) {
-		VM_WARN_ON_ONCE_FOLIO(1, folio);
-		return -EINVAL;
-	}
-	/* max_sharing is per page: a large folio has room for as many each. */
-	if (READ_ONCE(sf->nr_aliases) >=
-	    READ_ONCE(max_sharing) * folio_nr_pages(folio))
-		return -ENOSPC;
-
+	err = sf_alias_check(folio, page, 0, index, &sf);
+	if (err)
+		return err;
 	gfp &= GFP_RECLAIM_MASK;
 	if (pa && pa->sfa) {
 		a = pa->sfa;
@@ -482,45 +646,60 @@ int shared_folio_add_alias(struct folio *folio, struct page *page,
 		if (!a)
 			return -ENOMEM;
 	}
-	alias = sf_alias_init(a, folio, page, sf, mapping, index);
-
-	mapping_set_update(&xas, mapping);
-	do {
-		xas_lock_irq(&xas);
-		entry = xas_load(&xas);
-		if (entry && !xa_is_value(entry)) {
-			xas_set_err(&xas, -EEXIST);
-			goto unlock;
-		}
-		xas_store(&xas, alias);
-		if (xas_error(&xas))
-			goto unlock;
-		mapping->nrpages++;
-		sf_alias_link(a, folio);
-unlock:
-		xas_unlock_irq(&xas);
-	} while (xas_nomem(&xas, gfp));
-
-	if (xas_error(&xas)) {
-		alias->mapping = NULL;
-		folio_put(folio);
-		kmem_cache_free(sf_alias_cache, a);
-		return xas_error(&xas);
-	}
-	return 0;
+	return sf_alias_insert(a, folio, page, 0, sf, mapping, index, gfp);
 }
 EXPORT_SYMBOL_GPL(shared_folio_add_alias);
 
-/* ==================== promotion ==================== */
-
-/* Undo sf_alias_init() of an alias that never entered a mapping. */
-static void sf_alias_discard(struct sf_alias *a, struct folio *folio)
+/**
+ * shared_folio_add_large_alias() - install one alias of 2^@order pages
+ * @folio: locked, uptodate physical folio with a descriptor attached
+ * @page: the first page the alias describes: a page of @folio at a
+ *        multiple of 2^@order in it
+ * @order: the alias's order, at least 1, at most @folio's
+ * @mapping: the file's mapping, where page @page + i is the file's page
+ *           @index + i for each i below 2^@order
+ * @index: where, in @mapping: a multiple of 2^@order
+ * @pa: preallocated large alias to use first, or NULL
+ * @gfp: allocation flags (only the reclaim bits are used)
+ *
+ * As shared_folio_add_alias(), for an aligned run of pages (DOC: Large
+ * aliases): only read() and splice see the alias whole; every other path
+ * that finds it removes it first.  The whole range must be free of
+ * folios in @mapping.
+ *
+ * Context: process context, @folio locked; may sleep if @gfp allows.
+ * Return: as shared_folio_add_alias(); -EEXIST also if any index of the
+ * range holds a folio.
+ */
+int shared_folio_add_large_alias(struct folio *folio, struct page *page,
+				 unsigned int order, struct address_space *mapping,
+				 pgoff_t index, struct shared_folio_prealloc *pa,
+				 gfp_t gfp)
 {
-	__folio_clear_locked(sf_alias_to_folio(a));
-	sf_alias_to_folio(a)->mapping = NULL;
-	folio_put(folio);
-	kmem_cache_free(sf_alias_cache, a);
+	struct shared_folio *sf;
+	struct sf_alias_large *l;
+	int err;
+
+	if (!order)
+		return shared_folio_add_alias(folio, page, mapping, index, pa, gfp);
+	err = sf_alias_check(folio, page, order, index, &sf);
+	if (err)
+		return err;
+	gfp &= GFP_RECLAIM_MASK;
+	if (pa && pa->sfl) {
+		l = pa->sfl;
+		pa->sfl = NULL;
+	} else {
+		l = sf_alias_large_alloc(gfp);
+		if (!l)
+			return -ENOMEM;
+	}
+	return sf_alias_insert(folio_sf_alias(&l->folio), folio, page, order,
+			       sf, mapping, index, gfp);
 }
+EXPORT_SYMBOL_GPL(shared_folio_add_large_alias);
+
+/* ==================== promotion ==================== */
 
 /*
  * The step of shared_folio_promote() that moves @folio: frozen, into
@@ -706,7 +885,7 @@ int shared_folio_promote(struct folio *folio, struct address_space *cache,
 	 * Locked before anyone can see it, so that remove_migration_ptes()
 	 * walks it (sf_folio_rmap_walk() with every alias locked).
 	 */
-	__folio_set_locked(sf_alias_init(a, folio, &folio->page, sf, mapping,
+	__folio_set_locked(sf_alias_init(a, folio, &folio->page, 0, sf, mapping,
 					 folio->index));
 	if (folio_mapped(folio)) {
 		/*
@@ -777,24 +956,26 @@ void sf_alias_unaccount(struct folio *alias)
 	struct sf_alias *a = folio_sf_alias(alias);
 	struct shared_folio *sf;
 
-	list_lru_del_obj(&sf_alias_lru, &a->lru);
+	list_lru_del_obj(sf_alias_lru_of(a), sf_alias_lru_entry(a));
 	if (WARN_ON_ONCE(!sf_alias_linked(a)))
 		return;
 	sf = sf_alias_descriptor(a);
-	atomic_long_dec(&sf->stats->aliases);
+	atomic_long_sub(folio_nr_pages(alias), &sf->stats->aliases);
+	if (sf_alias_is_large(a))
+		atomic_long_dec(&sf->stats->large_aliases);
 	/* The shrinker's eviction: @sf and the mapping are pinned here. */
 	if (folio_test_checked(alias)) {
 		shared_folio_count_reclaims(sf->stats, 1);
 		trace_shared_folio_reclaim(alias->mapping, alias->index,
-					   a->pfn, READ_ONCE(sf->nr_aliases) - 1);
+					   sf_alias_pfn(a), READ_ONCE(sf->nr_aliases) - 1);
 	}
 	spin_lock(&sf->lock);
 	list_del_init(&a->page.lru);
-	a->sf = NULL;
+	*sf_alias_sfp(a) = NULL;
 	sf->nr_aliases--;
 	spin_unlock(&sf->lock);
 	/* sf may be freed as soon as the lock is dropped: no more use. */
-	__node_stat_mod_folio(pfn_folio(a->pfn), NR_SHARED_FOLIO_ALIAS, -1);
+	__node_stat_mod_folio(sf_alias_physical(alias), NR_SHARED_FOLIO_ALIAS, -1);
 }
 
 /*
@@ -810,13 +991,13 @@ void sf_alias_free(struct folio *alias)
 	struct sf_alias *a = folio_sf_alias(alias);
 
 	if (WARN_ON_ONCE(sf_alias_linked(a) || alias->mapping ||
-			 !list_empty(&a->lru))) {
+			 !list_empty(sf_alias_lru_entry(a)))) {
 		/* Freed while still in a mapping: a refcount bug elsewhere. */
 		dump_page(&a->page, "shared folio alias freed while in a mapping");
 		return;	/* leak rather than corrupt */
 	}
-	folio_put(pfn_folio(a->pfn));
-	/* Over @page.lru, which is unlinked. */
+	folio_put(sf_alias_physical(alias));
+	/* Over @page.lru, which is unlinked; from either cache. */
 	kfree_rcu(a, page.rcu_head);
 }
 
@@ -1113,6 +1294,26 @@ static bool sf_alias_replace(struct address_space *mapping, struct folio *alias,
 	return true;
 }
 
+/*
+ * Remove @alias, a large alias locked in @mapping, whole, as truncation
+ * removes a folio (DOC: Large aliases): a path that works on order-0
+ * folios of the file is about to look at one of its pages.  Its pages are
+ * read again as order-0 aliases or private folios.  Counted as a break.
+ */
+static void sf_alias_break(struct address_space *mapping, struct folio *alias)
+{
+	struct shared_folio_stats *stats;
+
+	stats = sf_alias_descriptor(folio_sf_alias(alias))->stats;
+	/* Never mapped (DOC: Large aliases), but the rule is the same. */
+	if (sf_alias_maybe_mapped(alias))
+		unmap_mapping_folio(alias);
+	trace_shared_folio_reclaim(mapping, alias->index, folio_pfn(alias),
+				   sf_folio_nr_aliases(sf_alias_physical(alias)) - 1);
+	truncate_inode_folio(mapping, alias);
+	shared_folio_count_breaks(stats, 1);
+}
+
 /**
  * sf_alias_unshare() - replace an alias by a private copy
  * @mapping: the mapping the caller found @alias in
@@ -1130,10 +1331,13 @@ static bool sf_alias_replace(struct address_space *mapping, struct folio *alias,
  * that can wait for reclaim or a memcg OOM runs under one.  The copy is
  * machine-check safe: a poisoned physical page fails the unshare.
  *
+ * A large alias is removed whole instead (sf_alias_break()), and NULL
+ * returned: the caller looks its page up again and finds it missing.
+ *
  * Context: process context; sleeps.
  * Return: the private folio with a reference (unlocked); NULL if @alias
- * left @mapping meanwhile (look it up again); ERR_PTR(-ENOMEM), or
- * ERR_PTR(-EHWPOISON) if the shared page is poisoned.
+ * left @mapping meanwhile or was large (look it up again);
+ * ERR_PTR(-ENOMEM), or ERR_PTR(-EHWPOISON) if the shared page is poisoned.
  */
 struct folio *sf_alias_unshare(struct address_space *mapping,
 			       struct folio *alias, gfp_t gfp)
@@ -1142,6 +1346,14 @@ struct folio *sf_alias_unshare(struct address_space *mapping,
 	loff_t isize;
 	size_t tail;
 
+	if (folio_test_large(alias)) {
+		folio_lock(alias);
+		if (alias->mapping == mapping)
+			sf_alias_break(mapping, alias);
+		folio_unlock(alias);
+		folio_put(alias);
+		return NULL;
+	}
 	new = sf_private_alloc(gfp);
 	if (!new)
 		goto nomem;
@@ -1280,6 +1492,11 @@ static bool sf_alias_overwrite(struct address_space *mapping,
 	pgoff_t index = alias->index;
 	unsigned int nr;
 
+	/* Whole: the pages the write does not fill are read again. */
+	if (folio_test_large(alias)) {
+		sf_alias_break(mapping, alias);
+		return true;
+	}
 	/* The file's PTEs of the shared page go before the alias does. */
 	if (sf_alias_maybe_mapped(alias))
 		unmap_mapping_folio(alias);
@@ -1348,6 +1565,41 @@ unsigned long shared_folio_overwrite(struct address_space *mapping,
 }
 EXPORT_SYMBOL_GPL(shared_folio_overwrite);
 
+/* Break @alias, locked in @mapping, if it is large. */
+static bool sf_alias_break_large(struct address_space *mapping,
+				 struct folio *alias, void *arg)
+{
+	if (!folio_test_large(alias))
+		return false;
+	sf_alias_break(mapping, alias);
+	return true;
+}
+
+/**
+ * shared_folio_break() - remove the large aliases of a range of a file
+ * @mapping: the file's mapping
+ * @first: first index
+ * @last: last index; a large alias that covers any index of the range
+ *        goes whole
+ *
+ * For a filesystem about to populate the range for a fault: a large alias
+ * is never mapped (DOC: Large aliases), and filemap_fault() would remove
+ * it and read the page privately; removed first, the populate installs
+ * order-0 aliases in its place.
+ *
+ * Context: process context, no folio lock held; sleeps (alias locks).
+ * Return: how many large aliases were removed.
+ */
+unsigned long shared_folio_break(struct address_space *mapping, pgoff_t first,
+				 pgoff_t last)
+{
+	if (first > last)
+		return 0;
+	return sf_mapping_for_each_alias(mapping, first, last, false, NULL,
+					 sf_alias_break_large, NULL);
+}
+EXPORT_SYMBOL_GPL(shared_folio_break);
+
 /* ==================== drop-behind ==================== */
 
 /* Evict @alias, locked in @mapping, unless its page may be mapped. */
@@ -1415,15 +1667,18 @@ bool sf_alias_maybe_mapped(struct folio *alias)
 
 	if (!folio_mapped(folio))
 		return false;
-	/* A page of a large folio keeps its own mapcount, as in 6.12. */
-	if (folio_test_large(folio) &&
+	/*
+	 * A page of a large folio keeps its own mapcount, as in 6.12; a
+	 * large alias asks the folio as a whole.
+	 */
+	if (folio_test_large(folio) && !folio_test_large(alias) &&
 	    atomic_read(&sf_alias_page(alias)->_mapcount) < 0 &&
 	    !folio_entire_mapcount(folio))
 		return false;
 	if (!mapping || !i_mmap_trylock_read(mapping))
 		return true;
 	mapped = vma_interval_tree_iter_first(&mapping->i_mmap, alias->index,
-					      alias->index);
+					      folio_next_index(alias) - 1);
 	i_mmap_unlock_read(mapping);
 	return mapped;
 }
@@ -1658,8 +1913,9 @@ static void sf_alias_unfreeze(struct shared_folio *sf, struct sf_alias *stop)
 	list_for_each_entry(a, &sf->aliases, page.lru) {
 		if (a == stop)
 			break;
-		/* Its mapping's reference and sf_folio_lock_aliases()'s. */
-		folio_ref_unfreeze(sf_alias_to_folio(a), 2);
+		/* Its mapping's references and sf_folio_lock_aliases()'s. */
+		folio_ref_unfreeze(sf_alias_to_folio(a),
+				   sf_alias_cache_refs(a) + 1);
 	}
 }
 
@@ -1699,7 +1955,8 @@ static int shared_folio_migrate_folio(struct address_space *mapping,
 	 * PREEMPT_RT.
 	 */
 	list_for_each_entry(a, &sf->aliases, page.lru) {
-		if (!folio_ref_freeze(sf_alias_to_folio(a), 2)) {
+		if (!folio_ref_freeze(sf_alias_to_folio(a),
+				      sf_alias_cache_refs(a) + 1)) {
 			/* A reader holds it, and may be copying from @src. */
 			sf_alias_unfreeze(sf, a);
 			return -EAGAIN;
@@ -1715,7 +1972,7 @@ static int shared_folio_migrate_folio(struct address_space *mapping,
 
 	list_for_each_entry(a, &sf->aliases, page.lru) {
 		/* Each keeps its page: the same offset in the new folio. */
-		a->pfn = pfn + (a->pfn - folio_pfn(src));
+		sf_alias_set_pfn(a, pfn + (sf_alias_pfn(a) - folio_pfn(src)));
 		a->page.flags = (a->page.flags & ~SF_ALIAS_LINKS) |
 				(dst->flags & SF_ALIAS_LINKS);
 	}
@@ -1923,12 +2180,12 @@ EXPORT_SYMBOL_GPL(shared_folio_aops);
  * it off the list and evict it as fadvise(DONTNEED) would, or put it back
  * if it is busy.
  */
-static enum lru_status sf_alias_lru_isolate(struct list_head *item,
-					    struct list_lru_one *lru,
-					    spinlock_t *lru_lock, void *arg)
+static enum lru_status sf_alias_isolate(struct sf_alias *a,
+					struct list_head *item,
+					struct list_lru_one *lru,
+					spinlock_t *lru_lock, void *arg)
 	__must_hold(lru_lock)
 {
-	struct sf_alias *a = container_of(item, struct sf_alias, lru);
 	struct folio *alias = sf_alias_to_folio(a);
 	unsigned long *freed = arg;
 	struct address_space *mapping;
@@ -1960,7 +2217,7 @@ static enum lru_status sf_alias_lru_isolate(struct list_head *item,
 		 * xa_lock as every insertion; it is still in @mapping.
 		 */
 		xa_lock_irq(&mapping->i_pages);
-		list_lru_add_obj(&sf_alias_lru, &a->lru);
+		list_lru_add_obj(sf_alias_lru_of(a), item);
 		xa_unlock_irq(&mapping->i_pages);
 	}
 	folio_unlock(alias);
@@ -1970,19 +2227,53 @@ static enum lru_status sf_alias_lru_isolate(struct list_head *item,
 	return LRU_REMOVED_RETRY;
 }
 
+static enum lru_status sf_alias_lru_isolate(struct list_head *item,
+					    struct list_lru_one *lru,
+					    spinlock_t *lru_lock, void *arg)
+	__must_hold(lru_lock)
+{
+	return sf_alias_isolate(container_of(item, struct sf_alias, lru),
+				item, lru, lru_lock, arg);
+}
+
+static enum lru_status sf_alias_large_lru_isolate(struct list_head *item,
+						  struct list_lru_one *lru,
+						  spinlock_t *lru_lock, void *arg)
+	__must_hold(lru_lock)
+{
+	struct sf_alias_large *l = container_of(item, struct sf_alias_large, lru);
+
+	return sf_alias_isolate(folio_sf_alias(&l->folio), item, lru, lru_lock,
+				arg);
+}
+
 static unsigned long sf_shrinker_count(struct shrinker *shrinker,
 				       struct shrink_control *sc)
 {
-	return list_lru_shrink_count(&sf_alias_lru, sc) ?: SHRINK_EMPTY;
+	return (list_lru_shrink_count(&sf_alias_lru, sc) +
+		list_lru_shrink_count(&sf_alias_large_lru, sc)) ?: SHRINK_EMPTY;
 }
 
+/*
+ * The two lists share the scan in proportion to their lengths, as a
+ * superblock's dentry and inode lists do (super_cache_scan()).
+ */
 static unsigned long sf_shrinker_scan(struct shrinker *shrinker,
 				      struct shrink_control *sc)
 {
-	unsigned long freed = 0;
+	unsigned long small, large, total, nr = sc->nr_to_scan, freed = 0;
 
+	small = list_lru_shrink_count(&sf_alias_lru, sc);
+	large = list_lru_shrink_count(&sf_alias_large_lru, sc);
+	total = small + large + 1;
 	/* The list lock nests inside the IRQ-safe i_pages lock. */
+	sc->nr_to_scan = mult_frac(nr, small, total) + 1;
 	list_lru_shrink_walk_irq(&sf_alias_lru, sc, sf_alias_lru_isolate, &freed);
+	if (large) {
+		sc->nr_to_scan = mult_frac(nr, large, total) + 1;
+		list_lru_shrink_walk_irq(&sf_alias_large_lru, sc,
+					 sf_alias_large_lru_isolate, &freed);
+	}
 	return freed;
 }
 
@@ -2079,13 +2370,17 @@ static bool sf_audit_one(struct folio *folio, struct vm_area_struct *vma,
  * its aliases (a physical folio without aliases must be unmapped).  Faults
  * and zaps do not take the physical folio lock, so the figures are exact
  * only on a quiet system, as after a test.  The first line counts the
- * folios by order, the last one sums up.
+ * folios by order, the second their aliases by order, the last one sums
+ * up.
  */
 static int sf_audit_show(struct seq_file *m, void *v)
 {
 	unsigned long pfn, folios = 0, mapped = 0, ptes_all = 0, bad = 0;
 	unsigned long orders[MAX_PAGE_ORDER + 1] = { };
+	unsigned long aorders[MAX_PAGE_ORDER + 1] = { };
+	struct shared_folio *sf;
 	unsigned int order;
+	struct sf_alias *a;
 
 	for (pfn = 0; pfn < max_pfn; pfn++) {
 		struct page *page = pfn_to_online_page(pfn);
@@ -2110,6 +2405,15 @@ static int sf_audit_show(struct seq_file *m, void *v)
 			goto unlock;
 		folios++;
 		orders[min_t(unsigned int, folio_order(folio), MAX_PAGE_ORDER)]++;
+		sf = folio_get_private(folio);
+		if (sf) {
+			spin_lock_irq(&sf->lock);
+			list_for_each_entry(a, &sf->aliases, page.lru)
+				aorders[min_t(unsigned int,
+					      folio_order(sf_alias_to_folio(a)),
+					      MAX_PAGE_ORDER)]++;
+			spin_unlock_irq(&sf->lock);
+		}
 		mapcount = folio_mapcount(folio);
 		rwc.arg = &ptes;
 		rmap_walk(folio, &rwc);
@@ -2127,6 +2431,10 @@ put:
 	for (order = 0; order <= MAX_PAGE_ORDER; order++)
 		if (orders[order])
 			seq_printf(m, " %u:%lu", order, orders[order]);
+	seq_puts(m, "\nalias orders");
+	for (order = 0; order <= MAX_PAGE_ORDER; order++)
+		if (aorders[order])
+			seq_printf(m, " %u:%lu", order, aorders[order]);
 	seq_printf(m, "\nfolios %lu mapped %lu ptes %lu mismatches %lu\n",
 		   folios, mapped, ptes_all, bad);
 	return 0;
@@ -2152,10 +2460,14 @@ static int __init shared_folio_init(void)
 	/* Aliases are charged to the memcg of the reader that creates them. */
 	sf_alias_cache = KMEM_CACHE(sf_alias, SLAB_PANIC | SLAB_NO_MERGE |
 				    SLAB_ACCOUNT);
+	sf_alias_large_cache = KMEM_CACHE(sf_alias_large, SLAB_PANIC |
+					  SLAB_NO_MERGE | SLAB_ACCOUNT);
 	shrinker = shrinker_alloc(SHRINKER_NUMA_AWARE | SHRINKER_MEMCG_AWARE,
 				  "sf-alias");
 	if (!shrinker ||
-	    __list_lru_init(&sf_alias_lru, true, &sf_alias_lru_key, shrinker))
+	    __list_lru_init(&sf_alias_lru, true, &sf_alias_lru_key, shrinker) ||
+	    __list_lru_init(&sf_alias_large_lru, true, &sf_alias_lru_key,
+			    shrinker))
 		panic("shared folios: cannot set up the alias shrinker\n");
 	shrinker->count_objects = sf_shrinker_count;
 	shrinker->scan_objects = sf_shrinker_scan;

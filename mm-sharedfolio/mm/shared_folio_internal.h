@@ -73,28 +73,35 @@ struct shared_folio {
 
 /**
  * struct sf_alias - an alias folio and what it needs beyond struct page
- * @page: the alias itself; order 0, so only the first struct page of a
- *        struct folio is ever touched (folio_test_large() is false).  An
- *        alias is never on an LRU, so @page.lru is its entry on the
- *        descriptor's list while it is in a mapping (sf_alias_linked()),
- *        and @page.rcu_head frees it a grace period after its last
- *        reference went
- * @pfn: the PFN of the physical page, a page of the physical folio (which
- *       may be large: one alias per page, DOC: Large physical folios);
- *       __page_to_pfn() reads it at (page + 1)
- * @lru: entry on the memcg-aware alias LRU while the alias is in a mapping,
- *       so that the memcg it is charged to can reclaim it
+ * @page: the alias itself.  An order-0 alias is only this struct page:
+ *        folio_test_large() is false, so nothing touches the pages after
+ *        it.  A large alias (struct sf_alias_large) is a whole struct folio
+ *        whose head is @page.  An alias is never on an LRU, so @page.lru is
+ *        its entry on the descriptor's list while it is in a mapping
+ *        (sf_alias_linked()), and @page.rcu_head frees it a grace period
+ *        after its last reference went
  * @sf: its descriptor while it is linked, NULL after; kept although the
  *      physical folio's ->private names it too, because a descriptor that
  *      sf_descriptor_free() leaks (an alias it could not detach) is no
- *      longer ->private, and in the 8 bytes of padding that struct page's
- *      16-byte alignment (HAVE_ALIGNED_STRUCT_PAGE) adds anyway
+ *      longer ->private.  Order 0 only: a large alias keeps it in struct
+ *      sf_alias_large (here is its folio->_flags_1, the order)
+ * @pfn_word: the PFN of the alias's first physical page, a page of the
+ *            physical folio (which may be large: DOC: Large physical
+ *            folios), shifted left by one (sf_alias_pfn()).
+ *            __page_to_pfn() reads it two words after @page, which is
+ *            folio->_head_1 in a large alias, a word only tail pages use;
+ *            bit 0 clear, it never looks like a tail's compound head to
+ *            page_fixed_fake_head(), which reads it for a page-aligned
+ *            head page when hugetlb vmemmap optimization is on
+ * @lru: entry on the memcg-aware alias LRU while the alias is in a mapping,
+ *       so that the memcg it is charged to can reclaim it.  Order 0 only,
+ *       as @sf
  *
- * 96 bytes.  Its physical folio is derived, pfn_folio(@pfn), on which it
- * holds a reference; its page is pfn_to_page(@pfn) (sf_alias_page()).
- * The alias shrinker marks the alias it is evicting with PG_checked (an
- * alias is never written, so no filesystem looks at it), so that its
- * removal is counted and traced as a reclaim.
+ * 96 bytes.  Its physical folio is derived, page_folio() of its page,
+ * on which it holds a reference; its page is pfn_to_page(sf_alias_pfn())
+ * (sf_alias_page()).  The alias shrinker marks the alias it is evicting
+ * with PG_checked (an alias is never written, so no filesystem looks at
+ * it), so that its removal is counted and traced as a reclaim.
  *
  * Lockless page-cache lookups (find_get_entry(), filemap_get_read_batch(),
  * next_uptodate_folio(), ...) may still hold a pointer to an alias that was
@@ -105,35 +112,108 @@ struct shared_folio {
  */
 struct sf_alias {
 	struct page page;
-	unsigned long pfn;
+	struct shared_folio *sf;
+	unsigned long pfn_word;
+	struct list_head lru;
+};
+
+/*
+ * __page_to_pfn() reads the PFN two words after the alias's struct page,
+ * where a large alias's folio has _head_1.
+ */
+static_assert(offsetof(struct sf_alias, pfn_word) ==
+	      sizeof(struct page) + sizeof(unsigned long));
+static_assert(offsetof(struct sf_alias, pfn_word) ==
+	      offsetof(struct folio, _head_1));
+/* One cache line and a half: struct page, descriptor, PFN, LRU head. */
+static_assert(sizeof(struct sf_alias) <= 96);
+
+/**
+ * struct sf_alias_large - an alias of 2^order pages (DOC: Large aliases)
+ * @folio: the alias; its head page is a struct sf_alias's @page, its
+ *         _head_1 the PFN of its first physical page (struct sf_alias's
+ *         @pfn_word), its order, folio_nr_pages() and mapcounts are set as for
+ *         any large folio, and none of its tail pages is ever used as a
+ *         page (no page arithmetic on an alias: sf_alias_data())
+ * @lru: as struct sf_alias's, on the large aliases' list
+ * @sf: as struct sf_alias's
+ */
+struct sf_alias_large {
+	struct folio folio;
 	struct list_head lru;
 	struct shared_folio *sf;
 };
-
-/* __page_to_pfn() reads the PFN right after the alias's struct page. */
-static_assert(offsetof(struct sf_alias, pfn) == sizeof(struct page));
-/* One cache line and a half: struct page, PFN, LRU head, descriptor. */
-static_assert(sizeof(struct sf_alias) <= 96);
 
 static inline struct sf_alias *folio_sf_alias(const struct folio *alias)
 {
 	return container_of((struct page *)&alias->page, struct sf_alias, page);
 }
 
+static inline unsigned long sf_alias_pfn(const struct sf_alias *a)
+{
+	return a->pfn_word >> 1;
+}
+
+static inline void sf_alias_set_pfn(struct sf_alias *a, unsigned long pfn)
+{
+	a->pfn_word = pfn << 1;
+}
+
+static inline struct sf_alias_large *sf_alias_large(struct sf_alias *a)
+{
+	return container_of((struct folio *)&a->page, struct sf_alias_large, folio);
+}
+
+static inline bool sf_alias_is_large(const struct sf_alias *a)
+{
+	return PageHead(&a->page);
+}
+
+/* The alias's descriptor, while it is linked (struct sf_alias). */
+static inline struct shared_folio **sf_alias_sfp(struct sf_alias *a)
+{
+	return sf_alias_is_large(a) ? &sf_alias_large(a)->sf : &a->sf;
+}
+
+/* Its entry on the alias LRU (struct sf_alias). */
+static inline struct list_head *sf_alias_lru_entry(struct sf_alias *a)
+{
+	return sf_alias_is_large(a) ? &sf_alias_large(a)->lru : &a->lru;
+}
+
 /* The physical folio an alias describes: its page's folio. */
 static inline struct folio *sf_alias_physical(const struct folio *alias)
 {
-	return pfn_folio(folio_sf_alias(alias)->pfn);
+	return page_folio(pfn_to_page(sf_alias_pfn(folio_sf_alias(alias))));
 }
 
 /*
- * The physical page an alias describes: a page of sf_alias_physical(),
- * which may be a large folio.  Code that maps, copies or checks the
- * alias's data takes this page, never the physical folio's first page.
+ * The physical page an alias describes (its first, for a large alias): a
+ * page of sf_alias_physical(), which may be a large folio.  Code that maps,
+ * copies or checks an order-0 alias's data takes this page, never the
+ * physical folio's first page.
  */
 static inline struct page *sf_alias_page(const struct folio *alias)
 {
-	return pfn_to_page(folio_sf_alias(alias)->pfn);
+	return pfn_to_page(sf_alias_pfn(folio_sf_alias(alias)));
+}
+
+/*
+ * The folio that holds @folio's data, for code that takes pages of it or
+ * offsets past its first page (copy_folio_to_iter(), splice): @folio
+ * itself, but for a large alias, its physical folio.  *@offset is where
+ * @folio's first byte is in the returned folio.
+ */
+static inline struct folio *sf_folio_data(struct folio *folio, size_t *offset)
+{
+	struct folio *phys;
+
+	*offset = 0;
+	if (!page_is_sf_alias(&folio->page) || !folio_test_large(folio))
+		return folio;
+	phys = sf_alias_physical(folio);
+	*offset = (sf_alias_pfn(folio_sf_alias(folio)) - folio_pfn(phys)) << PAGE_SHIFT;
+	return phys;
 }
 
 /* Is @folio a physical folio, in the extent cache of some filesystem? */
@@ -196,6 +276,12 @@ static inline struct folio *sf_alias_physical(const struct folio *alias)
 static inline struct page *sf_alias_page(const struct folio *alias)
 {
 	return NULL;
+}
+
+static inline struct folio *sf_folio_data(struct folio *folio, size_t *offset)
+{
+	*offset = 0;
+	return folio;
 }
 
 static inline bool folio_is_sf_physical(const struct folio *folio)

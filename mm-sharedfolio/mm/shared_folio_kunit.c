@@ -25,6 +25,7 @@
 #include <linux/mman.h>
 #include <linux/rmap.h>
 #include <linux/uaccess.h>
+#include <linux/uio.h>
 #include <linux/migrate.h>
 #include "slab.h"
 #include "internal.h"
@@ -939,6 +940,187 @@ static void sf_test_large_physical(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.aliases), 0);
 }
 
+/* filemap_read() of [@pos, @pos + @len) of file @i into @buf. */
+static ssize_t sf_test_read(struct kunit *test, int i, loff_t pos, void *buf,
+			    size_t len)
+{
+	struct sf_test_ctx *ctx = test->priv;
+	struct kvec kvec = { .iov_base = buf, .iov_len = len };
+	struct iov_iter iter;
+	struct kiocb kiocb;
+	struct file *file;
+	ssize_t ret;
+
+	ihold(ctx->file[i]);
+	file = alloc_file_pseudo(ctx->file[i], ctx->mnt, "sf_test", O_RDONLY,
+				 &sf_test_fops);
+	if (IS_ERR(file)) {
+		iput(ctx->file[i]);
+		KUNIT_FAIL_AND_ABORT(test, "alloc_file_pseudo: %ld", PTR_ERR(file));
+	}
+	init_sync_kiocb(&kiocb, file);
+	kiocb.ki_pos = pos;
+	iov_iter_kvec(&iter, ITER_DEST, &kvec, 1, len);
+	ret = filemap_read(&kiocb, &iter, 0);
+	fput(file);
+	return ret;
+}
+
+/*
+ * A large alias (DOC: Large aliases): one object and one multi-index entry
+ * for an aligned run of a large physical folio's pages; page_to_pfn() and
+ * page_folio() of it are right; read() copies each page's own bytes,
+ * across pages and from the middle of one; any other lookup, a fault
+ * included, removes it whole and never maps it; a busy range refuses it;
+ * migration retargets it; eviction and the extent cache's truncate remove
+ * it.
+ */
+static void sf_test_large_alias(struct kunit *test)
+{
+	struct sf_test_ctx *ctx = test->priv;
+	struct address_space *map0 = sf_test_map(test, 0);
+	struct address_space *map1 = sf_test_map(test, 1);
+	struct address_space *map2 = sf_test_map(test, 2);
+	struct migration_target_control mtc = {
+		.nid = NUMA_NO_NODE,
+		.gfp_mask = GFP_HIGHUSER_MOVABLE | __GFP_RETRY_MAYFAIL,
+	};
+	struct folio *folio, *alias, *new;
+	unsigned long addr, pfn0;
+	LIST_HEAD(list);
+	char *buf;
+	int base, i;
+
+	buf = kunit_kmalloc(test, 4 * PAGE_SIZE, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	folio = filemap_alloc_folio(GFP_HIGHUSER_MOVABLE, 3);
+	KUNIT_ASSERT_NOT_NULL(test, folio);
+	KUNIT_ASSERT_EQ(test, filemap_add_folio(ctx->cache->i_mapping, folio, 8,
+						GFP_KERNEL), 0);
+	for (i = 0; i < 8; i++)
+		memset(kmap_local_folio(folio, i * PAGE_SIZE), 0x50 + i, PAGE_SIZE);
+	folio_mark_uptodate(folio);
+	KUNIT_ASSERT_NOT_NULL(test, shared_folio_attach(folio, &ctx->stats, NULL,
+							GFP_KERNEL));
+	lru_add_drain();
+	base = folio_ref_count(folio);
+
+	/* Pages 4-7 at file 0's index 4; the whole folio at file 1's 8. */
+	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, folio_page(folio, 4),
+							   2, map0, 4, NULL,
+							   GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, folio_page(folio, 0),
+							   3, map1, 8, NULL,
+							   GFP_KERNEL), 0);
+	/* Taken: an order-0 alias inside it, a large one over an order-0. */
+	KUNIT_EXPECT_EQ(test, shared_folio_add_alias(folio, folio_page(folio, 5),
+						     map0, 5, NULL, GFP_KERNEL), -EEXIST);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, folio_page(folio, 1),
+						     map2, 1, NULL, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, shared_folio_add_large_alias(folio, folio_page(folio, 0),
+							   2, map2, 0, NULL,
+							   GFP_KERNEL), -EEXIST);
+	folio_unlock(folio);
+	KUNIT_EXPECT_EQ(test, map0->nrpages, 4);
+	KUNIT_EXPECT_EQ(test, map1->nrpages, 8);
+	KUNIT_EXPECT_EQ(test, map2->nrpages, 1);
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 3);
+	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base + 3);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.aliases), 13);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.large_aliases), 2);
+	KUNIT_EXPECT_EQ(test, shared_folio_bytes_saved(&ctx->stats), 5 * PAGE_SIZE);
+
+	/* One entry for eight indices; the PFN and folio of its head page. */
+	alias = xa_load(&map1->i_pages, 11);
+	KUNIT_ASSERT_TRUE(test, alias && folio_is_sf_alias(alias));
+	KUNIT_EXPECT_PTR_EQ(test, xa_load(&map1->i_pages, 8), (void *)alias);
+	KUNIT_EXPECT_EQ(test, folio_nr_pages(alias), 8);
+	KUNIT_EXPECT_EQ(test, folio_ref_count(alias), 8);
+	KUNIT_EXPECT_EQ(test, page_to_pfn(&alias->page), folio_pfn(folio));
+	KUNIT_EXPECT_PTR_EQ(test, page_folio(&alias->page), alias);
+	KUNIT_EXPECT_FALSE(test, folio_mapped(alias));
+	alias = xa_load(&map0->i_pages, 7);
+	KUNIT_ASSERT_TRUE(test, alias && folio_is_sf_alias(alias));
+	KUNIT_EXPECT_EQ(test, folio_pfn(alias), folio_pfn(folio) + 4);
+	KUNIT_EXPECT_PTR_EQ(test, sf_alias_physical(alias), folio);
+
+	/* read(): each page's own bytes, whole and from the middle. */
+	KUNIT_EXPECT_EQ(test, sf_test_read(test, 1, 8 * PAGE_SIZE, buf,
+					   4 * PAGE_SIZE), 4 * PAGE_SIZE);
+	for (i = 0; i < 4; i++)
+		KUNIT_EXPECT_TRUE(test, sf_test_filled(buf + i * PAGE_SIZE, 0x50 + i));
+	KUNIT_EXPECT_EQ(test, sf_test_read(test, 0, 5 * PAGE_SIZE + 100, buf,
+					   PAGE_SIZE), PAGE_SIZE);
+	KUNIT_EXPECT_TRUE(test, !memchr_inv(buf, 0x55, PAGE_SIZE - 100));
+	KUNIT_EXPECT_TRUE(test, !memchr_inv(buf + PAGE_SIZE - 100, 0x56, 100));
+	KUNIT_EXPECT_EQ(test, map0->nrpages, 4);
+
+	/* A lookup of one index removes it whole. */
+	KUNIT_EXPECT_TRUE(test, IS_ERR(filemap_get_folio(map0, 5)));
+	KUNIT_EXPECT_EQ(test, map0->nrpages, 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.breaks), 1);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.large_aliases), 1);
+
+	/*
+	 * So does a fault, which maps nothing of it (the file then reads
+	 * EIO, and its readahead may leave folios that are not uptodate).
+	 */
+	folio_lock(folio);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, folio_page(folio, 4),
+							   2, map0, 4, NULL,
+							   GFP_KERNEL), 0);
+	folio_unlock(folio);
+	addr = sf_test_mmap_file(test, 0, &sf_test_fops, MAP_PRIVATE);
+	KUNIT_EXPECT_EQ(test, sf_test_touch(addr + 6 * PAGE_SIZE), -1);
+	for (i = 4; i < 8; i++) {
+		alias = xa_load(&map0->i_pages, i);
+		KUNIT_EXPECT_FALSE(test, alias && !xa_is_value(alias) &&
+				   folio_is_sf_alias(alias));
+	}
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.breaks), 2);
+	KUNIT_EXPECT_FALSE(test, folio_mapped(folio));
+	vm_munmap(addr, SF_TEST_PAGES << PAGE_SHIFT);
+	flush_delayed_fput();
+
+	/* Migration retargets it to the new folio. */
+	pfn0 = folio_pfn(folio);
+	KUNIT_ASSERT_TRUE(test, folio_isolate_lru(folio));
+	node_stat_mod_folio(folio, NR_ISOLATED_FILE, folio_nr_pages(folio));
+	list_add(&folio->lru, &list);
+	folio_put(folio);	/* ours: migration expects only known ones */
+	KUNIT_EXPECT_EQ(test, migrate_pages(&list, alloc_migration_target, NULL,
+					    (unsigned long)&mtc, MIGRATE_SYNC,
+					    MR_COMPACTION, NULL), 0);
+	if (!list_empty(&list))
+		putback_movable_pages(&list);
+	alias = xa_load(&map1->i_pages, 8);
+	KUNIT_ASSERT_TRUE(test, alias && folio_is_sf_alias(alias));
+	new = sf_alias_physical(alias);
+	KUNIT_EXPECT_NE(test, folio_pfn(new), pfn0);
+	KUNIT_EXPECT_EQ(test, folio_pfn(alias), folio_pfn(new));
+	KUNIT_EXPECT_EQ(test, sf_test_read(test, 1, 14 * PAGE_SIZE, buf,
+					   PAGE_SIZE), PAGE_SIZE);
+	KUNIT_EXPECT_TRUE(test, sf_test_filled(buf, 0x56));
+
+	/* Eviction (fadvise DONTNEED) removes it whole. */
+	invalidate_mapping_pages(map1, 0, ULONG_MAX);
+	KUNIT_EXPECT_EQ(test, map1->nrpages, 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.large_aliases), 0);
+
+	/* The extent cache's truncate detaches every alias. */
+	folio_lock(new);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(new, folio_page(new, 0),
+							   3, map1, 8, NULL,
+							   GFP_KERNEL), 0);
+	folio_unlock(new);
+	truncate_inode_pages(ctx->cache->i_mapping, 0);
+	KUNIT_EXPECT_EQ(test, map1->nrpages, 0);
+	KUNIT_EXPECT_EQ(test, map2->nrpages, 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.aliases), 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.large_aliases), 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.folios), 0);
+}
+
 /* Store @entry over the four indices from @index of @mapping (a shadow). */
 static void sf_test_store_order2(struct address_space *mapping, pgoff_t index,
 				 void *entry)
@@ -1037,6 +1219,7 @@ static struct kunit_case shared_folio_test_cases[] = {
 	KUNIT_CASE(sf_test_rmap_walks_aliases),
 	KUNIT_CASE(sf_test_promote_in_place),
 	KUNIT_CASE(sf_test_large_physical),
+	KUNIT_CASE(sf_test_large_alias),
 	{}
 };
 

@@ -23,9 +23,10 @@
 /**
  * struct shared_folio_stats - the counters of one extent cache
  * @folios: physical folios with a descriptor ("shared")
- * @pages: the pages of those folios (a physical folio may be large; its
- *         aliases are one per page)
- * @aliases: aliases in a mapping ("sharing")
+ * @pages: the pages of those folios (a physical folio may be large)
+ * @aliases: pages aliased in a mapping ("sharing"): an alias of 2^order
+ *           pages counts 2^order (DOC: Large aliases)
+ * @large_aliases: of those aliases, the large ones (objects)
  * @hits: aliases installed on a physical folio that was already cached
  *        (read before, possibly by a reader's asynchronous window)
  * @misses: physical folios read from disk to be shared, the asynchronous
@@ -42,18 +43,22 @@
  *              (shared_folio_promote())
  * @overwrites: of @unshares, those without a copy because a write was
  *              about to fill the page (shared_folio_overwrite())
+ * @breaks: large aliases removed whole for a path that works on order-0
+ *          folios of the file (a write, a fault, a lookup that is not a
+ *          read()), which installs order-0 aliases or private folios
  *
  * The one place these are kept: the filesystem embeds it, keeps it alive
- * until its extent cache is empty, and reports it.  The three gauges
- * (@folios, @pages, @aliases) are kept by the mm core; the event counters are
- * updated only through the shared_folio_count_*() helpers, which also
- * count the system-wide vm events of /proc/vmstat (@drops, @promotions
- * and @overwrites have none).
+ * until its extent cache is empty, and reports it.  The four gauges
+ * (@folios, @pages, @aliases, @large_aliases) are kept by the mm core; the
+ * event counters are updated only through the shared_folio_count_*() helpers, which also
+ * count the system-wide vm events of /proc/vmstat (@drops, @promotions,
+ * @overwrites and @breaks have none).
  */
 struct shared_folio_stats {
 	atomic_long_t folios;
 	atomic_long_t pages;
 	atomic_long_t aliases;
+	atomic_long_t large_aliases;
 	atomic_long_t hits;
 	atomic_long_t misses;
 	atomic_long_t unshares;
@@ -61,6 +66,7 @@ struct shared_folio_stats {
 	atomic_long_t drops;
 	atomic_long_t promotions;
 	atomic_long_t overwrites;
+	atomic_long_t breaks;
 };
 
 static inline void shared_folio_count_hits(struct shared_folio_stats *stats,
@@ -103,6 +109,12 @@ static inline void shared_folio_count_promotions(struct shared_folio_stats *stat
 	atomic_long_add(nr, &stats->promotions);
 }
 
+static inline void shared_folio_count_breaks(struct shared_folio_stats *stats,
+					     unsigned long nr)
+{
+	atomic_long_add(nr, &stats->breaks);
+}
+
 static inline void shared_folio_count_overwrites(struct shared_folio_stats *stats,
 						 unsigned long nr)
 {
@@ -131,6 +143,7 @@ shared_folio_bytes_saved(const struct shared_folio_stats *stats)
 
 struct shared_folio;	/* the descriptor: mm/shared_folio_internal.h */
 struct sf_alias;	/* an alias's allocation: the same */
+struct sf_alias_large;	/* a large alias's: the same */
 
 /*
  * An alias is a struct page allocated from slab, with the physical PFN in
@@ -157,13 +170,16 @@ static inline bool folio_is_sf_alias(const struct folio *folio)
  * struct shared_folio_prealloc - allocations made before the folio lock
  * @sf: a descriptor for shared_folio_attach()
  * @sfa: an alias's allocation for shared_folio_add_alias()
+ * @sfl: a large alias's allocation for shared_folio_add_large_alias()
  */
 struct shared_folio_prealloc {
 	struct shared_folio *sf;
 	struct sf_alias *sfa;
+	struct sf_alias_large *sfl;
 };
 
 void shared_folio_prealloc(struct shared_folio_prealloc *pa, gfp_t gfp);
+void shared_folio_prealloc_large(struct shared_folio_prealloc *pa, gfp_t gfp);
 void shared_folio_prealloc_free(struct shared_folio_prealloc *pa);
 struct shared_folio *shared_folio_attach(struct folio *folio,
 					 struct shared_folio_stats *stats,
@@ -172,6 +188,10 @@ struct shared_folio *shared_folio_attach(struct folio *folio,
 int shared_folio_add_alias(struct folio *folio, struct page *page,
 			   struct address_space *mapping, pgoff_t index,
 			   struct shared_folio_prealloc *pa, gfp_t gfp);
+int shared_folio_add_large_alias(struct folio *folio, struct page *page,
+				 unsigned int order, struct address_space *mapping,
+				 pgoff_t index, struct shared_folio_prealloc *pa,
+				 gfp_t gfp);
 int shared_folio_promote(struct folio *folio, struct address_space *cache,
 			 pgoff_t index, struct shared_folio_stats *stats,
 			 gfp_t gfp);
@@ -180,6 +200,8 @@ unsigned long shared_folio_drop_behind(struct address_space *mapping,
 unsigned long shared_folio_detach_mapping(struct address_space *mapping);
 unsigned long shared_folio_overwrite(struct address_space *mapping,
 				     pgoff_t first, pgoff_t last, gfp_t gfp);
+unsigned long shared_folio_break(struct address_space *mapping, pgoff_t first,
+				 pgoff_t last);
 
 DECLARE_STATIC_KEY_FALSE(shared_folio_drop_behind_key);
 
@@ -199,6 +221,15 @@ bool shared_folio_counters_visible(const struct file *file);
 /* The address space operations of every extent cache. */
 extern const struct address_space_operations shared_folio_aops;
 
+/*
+ * Is @mapping an extent cache?  Its folios are physical folios, which
+ * reach pipes through a large alias's splice: they are never stolen.
+ */
+static inline bool mapping_is_sf_cache(const struct address_space *mapping)
+{
+	return mapping && mapping->a_ops == &shared_folio_aops;
+}
+
 #else /* !CONFIG_SHARED_FOLIO */
 
 static inline bool page_is_sf_alias(const struct page *page)
@@ -212,6 +243,11 @@ static inline bool folio_is_sf_alias(const struct folio *folio)
 }
 
 static inline bool shared_folio_drop_behind_enabled(void)
+{
+	return false;
+}
+
+static inline bool mapping_is_sf_cache(const struct address_space *mapping)
 {
 	return false;
 }
