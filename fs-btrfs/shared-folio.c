@@ -52,10 +52,26 @@
  * One index space for every extent, in which each compressed extent is a
  * naturally aligned region:
  *
- * - A page of an uncompressed extent sits at its logical address: page
- *   index (disk_bytenr + offset) >> PAGE_SHIFT, where offset is the page's
- *   place in the extent's data.  Partial references (a reflink of part of
- *   an extent, the file extent item's offset) land on the same pages.
+ * - Uncompressed data is placed by its logical address P (disk_bytenr +
+ *   offset, offset the page's place in the extent's data), in granules of
+ *   2 MiB of logical addresses, each with a phase: the page at offset j
+ *   (in pages) of granule G = P >> 21 sits at byte G * 4 MiB + (phase(G) +
+ *   j) * 4 KiB.  The granule's 512 pages are in a row, inside a 4 MiB slot
+ *   of its own, so no two granules meet.  The first reader of a granule
+ *   records its phase (fs_info->sf_phases): its own index of the
+ *   granule's first page, modulo 512 (btrfs_sf_cache_pos()).  So for that
+ *   reader, and for every file that references the data at the same
+ *   place modulo 2 MiB (a snapshot, a reflink or dedupe at the same
+ *   offset), a page's index in the extent cache and in the file are equal
+ *   modulo 512, and an aligned run of the file can be one large alias of
+ *   an aligned run of a physical folio (DOC: btrfs large aliases).
+ *   A file that references it elsewhere gets the same pages, with smaller
+ *   aliases.  Partial references (a reflink of part of an extent, the file
+ *   extent item's offset) land on the same pages.  The phase of a granule
+ *   freed whole is forgotten once its pages are truncated
+ *   (btrfs_sf_invalidate_range()); uncompressed data at or beyond 2^56
+ *   (BTRFS_SF_PHASED_LIMIT) is read privately, so its slots stay below
+ *   the compressed regions.
  * - The decompressed data of the compressed extent at logical address L
  *   sits in a region of BTRFS_MAX_UNCOMPRESSED (128 KiB, 32 pages) at
  *   BTRFS_SF_COMP_BASE + (L >> sectorsize_bits) * 128 KiB, a page at its
@@ -69,7 +85,8 @@
  * - The cost is index space only: a compressed extent of c sectors takes
  *   32 * c slots, of which its decompressed pages use up to 32, so the
  *   xarray's leaf nodes are about 32 / (32 * c) full where such extents
- *   lie back to back; uncompressed extents are as dense as on disk.
+ *   lie back to back; uncompressed data fills half of each slot, and a
+ *   granule read at all costs one record (an xarray slot).
  *
  * A compressed extent's missing pages are read in one go through
  * btrfs_submit_compressed_read(), which verifies the checksums of the
@@ -81,7 +98,7 @@
  * Uncompressed data read from disk goes into large physical folios where
  * its place allows (DOC: Large physical folios in mm/shared_folio.c): a
  * folio of order k sits at an index aligned to 2^k, holds only pages of one
- * extent map, and only pages the batch reads and the first reader does not
+ * extent map in a row of one granule, and only pages the batch reads and the first reader does not
  * hold privately (btrfs_sf_order()), up to
  * fs_info->sf_max_order (/sys/fs/btrfs/<uuid>/shared_folio/max_order).
  * One extent map may cover extents adjacent on disk (btrfs merges their
@@ -216,6 +233,8 @@
 #define BTRFS_SF_MAX_BATCH	256
 /* A physical folio holds only pages of one batch (btrfs_sf_order()). */
 static_assert(BTRFS_SF_MAX_BATCH == 1 << BTRFS_SF_MAX_ORDER);
+/* A window is one batch, aligned as batches are. */
+static_assert(BTRFS_SF_WINDOW == BTRFS_SF_MAX_BATCH);
 /*
  * Allocations under a physical folio lock, when the preallocation failed:
  * no reclaim, no memcg throttling (see btrfs_sf_install()).
@@ -230,10 +249,16 @@ static_assert(BTRFS_SF_MAX_BATCH == 1 << BTRFS_SF_MAX_ORDER);
 #define BTRFS_SF_MAX_OWNERS	(256UL << 10)
 /* Where compressed extents' regions start (DOC: btrfs extent cache index space). */
 #define BTRFS_SF_COMP_BASE	BIT_ULL(57)
+/* Uncompressed data is shared below this logical address (the same DOC). */
+#define BTRFS_SF_PHASED_LIMIT	BIT_ULL(56)
+/* A granule of logical addresses, each with its phase: 2 MiB, 512 pages. */
+#define BTRFS_SF_GRANULE_SHIFT	21
+#define BTRFS_SF_GRANULE_PAGES	(1UL << (BTRFS_SF_GRANULE_SHIFT - PAGE_SHIFT))
 
 struct btrfs_sf_item {
 	pgoff_t index;		/* in the file */
 	u64 cpos;		/* position in the extent cache */
+	u64 logical;		/* uncompressed: the page's logical address */
 	u64 disk_bytenr;	/* its extent's logical address */
 	s64 owner_pos;		/* its position in the batch's owner, or -1 */
 	struct folio *folio;	/* physical, referenced */
@@ -309,6 +334,7 @@ int btrfs_sf_init(struct btrfs_fs_info *fs_info)
 	xa_init(&fs_info->sf_caches);
 	xa_init(&fs_info->sf_subvol_domain);
 	xa_init_flags(&fs_info->sf_owners, XA_FLAGS_ACCOUNT);
+	xa_init_flags(&fs_info->sf_phases, XA_FLAGS_ACCOUNT);
 	mutex_init(&fs_info->sf_promote_mutex);
 	atomic_long_set(&fs_info->sf_nr_owners, 0);
 	atomic_long_set(&fs_info->sf_decompressions, 0);
@@ -356,6 +382,7 @@ void btrfs_sf_exit(struct btrfs_fs_info *fs_info)
 	xa_destroy(&fs_info->sf_subvol_domain);
 	btrfs_sf_forget_owners(fs_info, 0, ULONG_MAX);
 	xa_destroy(&fs_info->sf_owners);
+	xa_destroy(&fs_info->sf_phases);
 	xa_destroy(&fs_info->sf_snap_src);
 	btrfs_sf_free_cache(fs_info->sf_inode);
 	fs_info->sf_inode = NULL;
@@ -548,7 +575,7 @@ static bool btrfs_sf_em_eligible(const struct extent_map *em)
 		       em->ram_bytes <= BTRFS_MAX_UNCOMPRESSED &&
 		       PAGE_ALIGNED(em->ram_bytes) &&
 		       em->offset + em->len <= em->ram_bytes;
-	return btrfs_extent_map_block_start(em) + em->len <= BTRFS_SF_COMP_BASE;
+	return btrfs_extent_map_block_start(em) + em->len <= BTRFS_SF_PHASED_LIMIT;
 }
 
 /* The region of the compressed extent at @disk_bytenr. */
@@ -559,17 +586,103 @@ static u64 btrfs_sf_region(const struct btrfs_fs_info *fs_info, u64 disk_bytenr)
 }
 
 /*
- * Where the data at file position @off of eligible @em lives in the extent
- * cache (DOC: btrfs extent cache index space).
+ * The phase of the granule of logical addresses @granule, or -1 if none
+ * is recorded (DOC: btrfs extent cache index space).
  */
-static u64 btrfs_sf_cache_pos(const struct btrfs_fs_info *fs_info,
-			      const struct extent_map *em, u64 off)
+static long btrfs_sf_phase(struct btrfs_fs_info *fs_info, u64 granule)
+{
+	void *entry = xa_load(&fs_info->sf_phases, granule);
+
+	return entry ? xa_to_value(entry) : -1;
+}
+
+/*
+ * The same, recorded as @want if there is no record yet; -1 if it cannot
+ * be recorded (no memory).
+ */
+static long btrfs_sf_phase_record(struct btrfs_fs_info *fs_info, u64 granule,
+				  unsigned long want)
+{
+	void *old;
+
+	old = xa_cmpxchg(&fs_info->sf_phases, granule, NULL, xa_mk_value(want),
+			 GFP_NOFS);
+	if (xa_is_err(old))
+		return -1;
+	return old ? xa_to_value(old) : want;
+}
+
+/* Where the page at logical address @logical lives, in a granule of @phase. */
+static u64 btrfs_sf_phased_pos(u64 logical, unsigned long phase)
+{
+	u64 granule = logical >> BTRFS_SF_GRANULE_SHIFT;
+
+	return (granule << (BTRFS_SF_GRANULE_SHIFT + 1)) +
+	       ((u64)phase << PAGE_SHIFT) +
+	       (logical & (BIT_ULL(BTRFS_SF_GRANULE_SHIFT) - 1));
+}
+
+/*
+ * Where the data at file position @off (page aligned) of eligible @em
+ * lives in the extent cache (DOC: btrfs extent cache index space): in
+ * *@pos, and for uncompressed data its logical address in *@logical.
+ * With @record, a granule without a phase gets the one that aligns this
+ * file's pages; without, such a page has no place yet.  False if it has
+ * none.
+ */
+static bool btrfs_sf_cache_pos(struct btrfs_fs_info *fs_info,
+			       const struct extent_map *em, u64 off, bool record,
+			       u64 *pos, u64 *logical)
 {
 	u64 xoff = em->offset + (off - em->start);	/* in the extent's data */
+	u64 granule, in;
+	long phase;
 
-	if (extent_map_is_compressed(em))
-		return btrfs_sf_region(fs_info, em->disk_bytenr) + xoff;
-	return em->disk_bytenr + xoff;
+	if (extent_map_is_compressed(em)) {
+		*pos = btrfs_sf_region(fs_info, em->disk_bytenr) + xoff;
+		*logical = 0;
+		return true;
+	}
+	*logical = em->disk_bytenr + xoff;
+	granule = *logical >> BTRFS_SF_GRANULE_SHIFT;
+	phase = btrfs_sf_phase(fs_info, granule);
+	if (phase < 0 && record) {
+		/* This file's index of the granule's first page, mod 512. */
+		in = (*logical & (BIT_ULL(BTRFS_SF_GRANULE_SHIFT) - 1)) >> PAGE_SHIFT;
+		phase = btrfs_sf_phase_record(fs_info, granule,
+					      ((off >> PAGE_SHIFT) - in) &
+					      (BTRFS_SF_GRANULE_PAGES - 1));
+	}
+	if (phase < 0)
+		return false;
+	*pos = btrfs_sf_phased_pos(*logical, phase);
+	return true;
+}
+
+/*
+ * Does @cache hold any page of @em's data?  Each granule of an
+ * uncompressed extent's data is a range of its own.
+ */
+static bool btrfs_sf_cache_has_em(struct btrfs_fs_info *fs_info,
+				  struct inode *cache, const struct extent_map *em)
+{
+	u64 pos, logical, end, off = em->start;
+
+	while (off < btrfs_extent_map_end(em)) {
+		if (!btrfs_sf_cache_pos(fs_info, em, off, false, &pos, &logical)) {
+			/* No phase: nothing of this granule is cached. */
+			end = round_up(logical + 1, BIT_ULL(BTRFS_SF_GRANULE_SHIFT));
+			off += end - logical;
+			continue;
+		}
+		end = extent_map_is_compressed(em) ? pos + em->len :
+		      pos + round_up(logical + 1, BIT_ULL(BTRFS_SF_GRANULE_SHIFT)) - logical;
+		end = min(end, pos + btrfs_extent_map_end(em) - off);
+		if (filemap_range_has_page(cache->i_mapping, pos, end - 1))
+			return true;
+		off += end - pos;
+	}
+	return false;
 }
 
 /*
@@ -793,6 +906,7 @@ static void btrfs_sf_end_read(struct btrfs_bio *bbio)
 struct btrfs_sf_bio {
 	struct btrfs_bio *bbio;
 	u64 next_bytenr;
+	u64 next_cpos;
 };
 
 static void btrfs_sf_submit(struct btrfs_sf_bio *sb)
@@ -810,12 +924,13 @@ static void btrfs_sf_submit(struct btrfs_sf_bio *sb)
  * space).
  */
 static void btrfs_sf_queue_read(struct btrfs_fs_info *fs_info, struct btrfs_sf_bio *sb,
-				struct inode *cache, struct folio *folio, u64 bytenr)
+				struct inode *cache, struct folio *folio, u64 bytenr,
+				u64 cpos)
 {
 	size_t len = folio_size(folio);
 
-	/* One bio is contiguous on disk. */
-	if (sb->bbio && bytenr != sb->next_bytenr)
+	/* One bio is contiguous on disk, and in the extent cache. */
+	if (sb->bbio && (bytenr != sb->next_bytenr || cpos != sb->next_cpos))
 		btrfs_sf_submit(sb);
 	if (sb->bbio && !bio_add_folio(&sb->bbio->bio, folio, len, 0))
 		btrfs_sf_submit(sb);
@@ -824,10 +939,11 @@ static void btrfs_sf_queue_read(struct btrfs_fs_info *fs_info, struct btrfs_sf_b
 					   btrfs_sf_end_read, NULL);
 		sb->bbio->bio.bi_iter.bi_sector = bytenr >> SECTOR_SHIFT;
 		sb->bbio->inode = BTRFS_I(cache);
-		sb->bbio->file_offset = bytenr;
+		sb->bbio->file_offset = cpos;
 		bio_add_folio_nofail(&sb->bbio->bio, folio, len, 0);
 	}
 	sb->next_bytenr = bytenr + len;
+	sb->next_cpos = cpos + len;
 }
 
 struct btrfs_sf_batch {
@@ -838,6 +954,12 @@ struct btrfs_sf_batch {
 	pgoff_t marker;		/* a waited-for page carried the marker */
 	bool marked;
 	bool wait;		/* installing, not the asynchronous window */
+	/*
+	 * The pages the read asks for; around them, in the batch's range,
+	 * only pages whose physical folio is cached already, so that a large
+	 * alias covers them too (DOC: btrfs large aliases).
+	 */
+	pgoff_t req_first, req_last;
 	u32 domain;		/* the reader's, whose extent cache is used */
 	/* The first reader of an extent of this batch, for promotion. */
 	struct btrfs_inode *owner;
@@ -915,8 +1037,11 @@ static struct folio *btrfs_sf_promote(struct btrfs_inode *owner, u64 pos,
 		goto unlock;
 	em = btrfs_get_extent(owner, NULL, pos, PAGE_SIZE);
 	if (!IS_ERR(em)) {
+		u64 epos, logical;
+
 		ok = btrfs_sf_em_eligible(em) &&
-		     btrfs_sf_cache_pos(fs_info, em, pos) == cpos;
+		     btrfs_sf_cache_pos(fs_info, em, pos, false, &epos, &logical) &&
+		     epos == cpos;
 		btrfs_free_extent_map(em);
 	}
 	/*
@@ -1232,6 +1357,8 @@ again:
 		item->folio = folio;
 		item->read = true;
 		btrfs_sf_queue_read(fs_info, sb, cache, folio,
+				    item->logical -
+				    ((u64)(ecidx - folio->index) << PAGE_SHIFT),
 				    (u64)folio->index << PAGE_SHIFT);
 		return 1;
 	}
@@ -1243,7 +1370,7 @@ again:
 	}
 	if (mark)
 		folio_set_readahead(folio);
-	btrfs_sf_queue_read(fs_info, sb, cache, folio, item->cpos);
+	btrfs_sf_queue_read(fs_info, sb, cache, folio, item->logical, item->cpos);
 	return nr;
 }
 
@@ -1561,9 +1688,15 @@ static unsigned int btrfs_sf_collect(struct btrfs_inode *inode, struct inode *ca
 		if (IS_ERR(em))
 			break;
 		em_last = min_t(pgoff_t, last, (btrfs_extent_map_end(em) - 1) >> PAGE_SHIFT);
-		if (em_last < idx) {
+		if (em_last < idx || idx > b->req_last) {
 			btrfs_free_extent_map(em);
 			break;
+		}
+		/* Extents the read does not ask for are left as they are. */
+		if (em_last < b->req_first) {
+			btrfs_free_extent_map(em);
+			idx = em_last + 1;
+			continue;
 		}
 		/*
 		 * A lazily private extent still uses what the extent cache
@@ -1571,13 +1704,9 @@ static unsigned int btrfs_sf_collect(struct btrfs_inode *inode, struct inode *ca
 		 */
 		from_owner = false;
 		share = btrfs_sf_em_eligible(em) && btrfs_sf_em_shared(inode, em);
-		if (share) {
-			u64 c = btrfs_sf_cache_pos(fs_info, em, em->start);
-
+		if (share)
 			share = btrfs_sf_claim(inode, em, b, &from_owner, &owner_base) ||
-				filemap_range_has_page(cache->i_mapping, c,
-						       c + em->len - 1);
-		}
+				btrfs_sf_cache_has_em(fs_info, cache, em);
 		if (!share && em->disk_bytenr < EXTENT_MAP_LAST_BYTE)
 			btrfs_sf_add_private(inode, em);
 		for (; idx <= em_last; idx++) {
@@ -1589,8 +1718,14 @@ static unsigned int btrfs_sf_collect(struct btrfs_inode *inode, struct inode *ca
 			if (entry && !xa_is_value(entry))
 				continue;
 			off = (u64)idx << PAGE_SHIFT;
+			if (!btrfs_sf_cache_pos(fs_info, em, off, true,
+						&items[nr].cpos, &items[nr].logical))
+				continue;	/* no memory for its phase */
+			if ((idx < b->req_first || idx > b->req_last) &&
+			    !filemap_range_has_page(cache->i_mapping, items[nr].cpos,
+						    items[nr].cpos + PAGE_SIZE - 1))
+				continue;
 			items[nr].index = idx;
-			items[nr].cpos = btrfs_sf_cache_pos(fs_info, em, off);
 			items[nr].disk_bytenr = em->disk_bytenr;
 			items[nr].disk_len = em->disk_num_bytes;
 			items[nr].ram_len = em->ram_bytes;
@@ -1792,7 +1927,8 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
  * only start the reads (the asynchronous window), marking the first.
  */
 static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
-				    pgoff_t last, bool wait,
+				    pgoff_t last, pgoff_t req_first,
+				    pgoff_t req_last, bool wait,
 				    struct btrfs_sf_batch *b)
 {
 	struct address_space *mapping = inode->vfs_inode.i_mapping;
@@ -1810,6 +1946,8 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 		return;
 	}
 	b->wait = wait;
+	b->req_first = req_first;
+	b->req_last = req_last;
 	btrfs_lock_and_flush_ordered_range(inode, start, end, &cached_state);
 	nr = btrfs_sf_collect(inode, cache, first, last, b);
 	btrfs_sf_read_physical(inode, cache, b->items, nr, !wait, b);
@@ -1850,13 +1988,16 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 	struct address_space *mapping = inode->vfs_inode.i_mapping;
 	struct btrfs_fs_info *fs_info = inode->root->fs_info;
 	struct btrfs_sf_batch b = { };
-	pgoff_t first, last, idx, eof, ra;
+	pgoff_t first, last, idx, eof, ra, ra_last;
 	unsigned int nofs;
 	loff_t isize;
+	bool large;
 
 	isize = i_size_read(&inode->vfs_inode);
 	if (!count || pos >= isize || !btrfs_sf_inode_eligible(inode))
 		return;
+	/* As btrfs_sf_install() decides; a stale answer costs a lookup. */
+	large = READ_ONCE(fs_info->sf_large_aliases) && !mapping_mapped(mapping);
 	first = pos >> PAGE_SHIFT;
 	eof = (isize - 1) >> PAGE_SHIFT;
 	last = min_t(pgoff_t, eof, (min_t(loff_t, isize, pos + count) - 1) >> PAGE_SHIFT);
@@ -1878,13 +2019,29 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 		return;
 	nofs = memalloc_nofs_save();
 	while (idx <= last) {
-		pgoff_t batch_last = min(last, idx + BTRFS_SF_MAX_BATCH - 1);
+		/*
+		 * Batches end at multiples of BTRFS_SF_MAX_BATCH in the file,
+		 * so that a physical folio can be as large as the block of
+		 * the extent cache that a page's phase puts there (DOC: btrfs
+		 * extent cache index space).
+		 */
+		pgoff_t batch_last = min(last, idx | (BTRFS_SF_MAX_BATCH - 1));
 
 		/* Up to 2 GiB in a read: a killed reader stops here. */
 		if (fatal_signal_pending(current))
 			goto out;
 
-		btrfs_sf_populate_batch(inode, idx, batch_last, true, &b);
+		/*
+		 * Where a large alias can be had, the batch spans its whole
+		 * block, for the pages the extent cache holds already.
+		 */
+		if (large)
+			btrfs_sf_populate_batch(inode, idx & ~(pgoff_t)(BTRFS_SF_MAX_BATCH - 1),
+						min(eof, idx | (BTRFS_SF_MAX_BATCH - 1)),
+						idx, batch_last, true, &b);
+		else
+			btrfs_sf_populate_batch(inode, idx, batch_last, idx,
+						batch_last, true, &b);
 		if (batch_last == last)
 			break;
 		rcu_read_lock();
@@ -1894,15 +2051,20 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 			break;
 	}
 
-	/* The asynchronous window, for sequential readers only. */
+	/*
+	 * The asynchronous window, for sequential readers only; it ends at a
+	 * multiple of its size, so that the next one is aligned as batches
+	 * are.
+	 */
 	ra = 0;
 	if (b.marked)
-		ra = max(last + 1, b.marker + BTRFS_SF_WINDOW);
+		ra = max(last + 1, round_down(b.marker + BTRFS_SF_WINDOW,
+					      BTRFS_SF_WINDOW));
 	else if (b.read && (!first || btrfs_sf_cached(mapping, first - 1)))
 		ra = last + 1;
+	ra_last = min(eof, round_down(ra + BTRFS_SF_WINDOW, BTRFS_SF_WINDOW) - 1);
 	if (ra && ra <= eof && !fatal_signal_pending(current))
-		btrfs_sf_populate_batch(inode, ra,
-					min(eof, ra + BTRFS_SF_WINDOW - 1), false, &b);
+		btrfs_sf_populate_batch(inode, ra, ra_last, ra, ra_last, false, &b);
 out:
 	memalloc_nofs_restore(nofs);
 	kfree(b.items);
@@ -2146,29 +2308,52 @@ static void btrfs_sf_invalidate_cache(struct inode *inode, u64 lstart, u64 lend)
  *
  * Context: process context, no tree locks held; sleeps.
  */
+/* Truncate [@lstart, @lend] from the extent cache of every domain. */
+static void btrfs_sf_invalidate_caches(struct btrfs_fs_info *fs_info,
+				       u64 lstart, u64 lend)
+{
+	struct inode *inode;
+	unsigned long domain;
+
+	btrfs_sf_invalidate_cache(fs_info->sf_inode, lstart, lend);
+	/* Every domain's: a cache made meanwhile has nothing of the range. */
+	xa_for_each(&fs_info->sf_caches, domain, inode)
+		btrfs_sf_invalidate_cache(inode, lstart, lend);
+}
+
 void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info, u64 start, u64 len)
 {
 	u64 lstart = round_down(start, PAGE_SIZE);
 	u64 lend = round_up(start + len, PAGE_SIZE) - 1;
-	struct inode *inode = fs_info->sf_inode;
-	u64 cstart = 0, cend = 0;
-	unsigned long domain;
+	u64 gsize = BIT_ULL(BTRFS_SF_GRANULE_SHIFT);
+	u64 granule, gstart, gend;
+	long phase;
 
-	if (!inode || !len)
+	if (!fs_info->sf_inode || !len)
 		return;
 	btrfs_sf_forget_owners(fs_info, lstart >> PAGE_SHIFT, lend >> PAGE_SHIFT);
-	/* The regions of compressed extents that start in the range, too. */
-	if (lstart < BTRFS_SF_COMP_BASE) {
-		cstart = btrfs_sf_region(fs_info, lstart);
-		cend = btrfs_sf_region(fs_info, min(lend + 1, BTRFS_SF_COMP_BASE)) - 1;
+	/*
+	 * Uncompressed data: each granule of the range at its phase.  A
+	 * granule the range covers whole forgets its phase afterwards, so
+	 * that the next data written there is placed for its own files.
+	 */
+	for (granule = lstart >> BTRFS_SF_GRANULE_SHIFT;
+	     lstart < BTRFS_SF_PHASED_LIMIT && granule <= lend >> BTRFS_SF_GRANULE_SHIFT;
+	     granule++) {
+		gstart = max(lstart, granule << BTRFS_SF_GRANULE_SHIFT);
+		gend = min(lend, ((granule + 1) << BTRFS_SF_GRANULE_SHIFT) - 1);
+		phase = btrfs_sf_phase(fs_info, granule);
+		if (phase < 0)
+			continue;
+		btrfs_sf_invalidate_caches(fs_info, btrfs_sf_phased_pos(gstart, phase),
+					   btrfs_sf_phased_pos(gend, phase));
+		if (gend - gstart + 1 == gsize)
+			xa_erase(&fs_info->sf_phases, granule);
+		cond_resched();
 	}
-	btrfs_sf_invalidate_cache(inode, lstart, lend);
-	if (cend)
-		btrfs_sf_invalidate_cache(inode, cstart, cend);
-	/* Every domain's: a cache made meanwhile has nothing of the range. */
-	xa_for_each(&fs_info->sf_caches, domain, inode) {
-		btrfs_sf_invalidate_cache(inode, lstart, lend);
-		if (cend)
-			btrfs_sf_invalidate_cache(inode, cstart, cend);
-	}
+	/* The regions of compressed extents that start in the range. */
+	if (lstart < BTRFS_SF_COMP_BASE)
+		btrfs_sf_invalidate_caches(fs_info, btrfs_sf_region(fs_info, lstart),
+					   btrfs_sf_region(fs_info,
+							   min(lend + 1, BTRFS_SF_COMP_BASE)) - 1);
 }

@@ -6,14 +6,16 @@ one) and reads the kernel's own structures; drgn 0.0.22 has no folio
 helpers, so the fields are read directly.
 
 Vocabulary, as in the kernel: a *physical* folio is a folio of a btrfs
-filesystem's hidden extent-cache inode (indexed by disk bytenr >> 12, and
-decompressed pages of compressed extents above 2^57: extent_place()) with
-a ``struct shared_folio`` descriptor in ->private; an *alias* is a
-``struct sf_alias`` (a struct page allocated from slab, below the vmemmap)
-in a file's page cache, pointing at its physical folio.  A physical folio
-may be large (order k, up to 8); aliases stay order 0, one per page: an
-alias's PFN is that of one page of its physical folio, folio_pfn + j for j
-in [0, 2^k), and the one descriptor lists the aliases of every page.
+filesystem's hidden extent-cache inode (indexed by logical address in
+phased 2 MiB granules, and decompressed pages of compressed extents above
+2^57: extent_place()) with a ``struct shared_folio`` descriptor in
+->private; an *alias* is a ``struct sf_alias`` (a struct page allocated
+from slab, below the vmemmap) in a file's page cache, pointing at its
+physical folio.  A physical folio may be large (order k, up to 8); an
+alias is order 0, one page of it (folio_pfn + j for j in [0, 2^k)), or
+large (``struct sf_alias_large``, a whole struct folio: an aligned run of
+2^m of its pages, m <= k); the one descriptor lists the aliases of every
+page.  An alias's PFN is alias_pfn(): ->pfn_word >> 1.
 
 Mappings (mmap sharing): a read fault on an alias maps the
 *physical* page read-only into the file's own VMA, so the physical page's
@@ -37,7 +39,7 @@ from drgn.helpers.linux.percpu import per_cpu_ptr
 from drgn.helpers.linux.pid import for_each_task
 from drgn.helpers.linux.cpumask import for_each_possible_cpu
 from drgn.helpers.linux.rbtree import rbtree_inorder_for_each_entry
-from drgn.helpers.linux.xarray import xa_for_each, xa_is_value, xa_load
+from drgn.helpers.linux.xarray import xa_for_each, xa_is_value, xa_load, xa_to_value
 
 PAGE_SHIFT = 12
 DEFAULT_PAGE_OFFSET = 0xffff888000000000	# x86_64 without KASLR of memory
@@ -50,6 +52,7 @@ VMA_WALK_LIMIT = 1 << 20	# never read more VMAs of one mapping
 Shared = namedtuple("Shared", "fs bytenr zoff folio pfn sf aliases")
 # The extent cache's index space ("DOC: btrfs extent cache index space").
 COMP_BASE = 1 << 57
+GRANULE_SHIFT = 21
 MAX_UNCOMPRESSED = 128 << 10
 CacheEntry = namedtuple("CacheEntry", "index kind folio pfn physical")
 # A present page-table entry: the PFN it maps at the address looked up,
@@ -322,12 +325,26 @@ def extent_place(fs_info, index):
     and its offset in the decompressed data."""
     pos = index << PAGE_SHIFT
     if pos < COMP_BASE:
-        return pos, None
+        try:
+            phases = fs_info.sf_phases.address_of_()
+        except (AttributeError, LookupError):
+            return pos, None	# before RFC v12: the logical address itself
+        # a granule of 2 MiB of logical addresses in a 4 MiB slot, from
+        # its phase (DOC: btrfs extent cache index space)
+        granule, within = index >> (GRANULE_SHIFT + 1 - PAGE_SHIFT), \
+            index & ((1 << (GRANULE_SHIFT + 1 - PAGE_SHIFT)) - 1)
+        entry = xa_load(phases, granule)
+        if not entry or not xa_is_value(entry):
+            return None, None	# no phase: a page the kernel cannot place
+        j = within - xa_to_value(entry)
+        return (granule << GRANULE_SHIFT) + (j << PAGE_SHIFT), None
     sector = (pos - COMP_BASE) // MAX_UNCOMPRESSED
     return sector * fs_info.sectorsize.value_(), (pos - COMP_BASE) % MAX_UNCOMPRESSED
 
 
 def place_str(bytenr, zoff):
+    if bytenr is None:
+        return "no phase recorded"
     return ("bytenr %#x" % bytenr if zoff is None
             else "compressed extent %#x + %#x" % (bytenr, zoff))
 
