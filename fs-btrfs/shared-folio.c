@@ -120,9 +120,10 @@
  * order is bounded by how that difference is aligned: a snapshot or a
  * reflink at the same offset aligns as its extent does on disk.
  *
- * A file that any process maps gets order-0 aliases only: a fault removes
- * the large aliases of its block first (shared_folio_break(): a large
- * alias is never mapped) and its populate installs order-0 ones.
+ * A file that any process maps gets order-0 aliases only, and so does a
+ * reader with drop-behind on: a fault splits the large aliases of its
+ * block into order-0 ones first (shared_folio_break(): a large alias is
+ * never mapped).
  * /sys/fs/btrfs/<uuid>/shared_folio/large_aliases (default 1) turns them
  * off for reads that start afterwards.
  */
@@ -151,6 +152,14 @@
  *   have none) and then map it again, read-only: the same PFN.  Pages
  *   the owner does not have are read into the extent cache.  An owner
  *   that is not in memory any more hands the record to the reader.
+ * - A block of the extent cache that a large physical folio could fill,
+ *   and that the owner caches whole in order-0 folios that no process
+ *   maps, is *collapsed* instead (btrfs_sf_collapse()): the owner's pages
+ *   are copied into one new large folio, without I/O, and the owner's
+ *   folios evicted; the owner reads them through the extent cache from
+ *   then on, with large aliases like every other reader (DOC: btrfs large
+ *   aliases).  Promoted in place, they would stay order-0 physical folios
+ *   with an alias a page in every sharer.
  * - Every lock of the owner is try-locked (its invalidate lock,
  *   i_mmap_lock, folio and extent range: the reader holds its own extent
  *   range lock, and the owner may be promoting from the reader); a busy
@@ -956,8 +965,9 @@ struct btrfs_sf_batch {
 	bool wait;		/* installing, not the asynchronous window */
 	/*
 	 * The pages the read asks for; around them, in the batch's range,
-	 * only pages whose physical folio is cached already, so that a large
-	 * alias covers them too (DOC: btrfs large aliases).
+	 * only pages whose physical folio is cached already, or that the
+	 * owner caches (to be promoted or collapsed), so that a large alias
+	 * covers them too (DOC: btrfs large aliases).
 	 */
 	pgoff_t req_first, req_last;
 	u32 domain;		/* the reader's, whose extent cache is used */
@@ -1021,7 +1031,8 @@ static struct folio *btrfs_sf_promote(struct btrfs_inode *owner, u64 pos,
 	folio = NULL;
 	if (btrfs_sf_domain(fs_info, btrfs_root_id(owner->root)) != domain)
 		goto out;
-	folio = filemap_get_folio(mapping, pos >> PAGE_SHIFT);
+	/* FGP_NOWAIT: a large alias there is neither waited for nor removed. */
+	folio = __filemap_get_folio(mapping, pos >> PAGE_SHIFT, FGP_NOWAIT, 0);
 	if (IS_ERR(folio)) {
 		folio = NULL;
 		goto out;
@@ -1226,6 +1237,159 @@ static unsigned int btrfs_sf_order(const struct btrfs_sf_batch *b,
 }
 
 /*
+ * The order of a large physical folio that the owner's private folios of
+ * @items[0] and the items after it could be copied into (btrfs_sf_collapse()):
+ * the largest, at least 1 and at most @max_order, whose block of the
+ * extent cache starts at @items[0] and is made of the next items, pages of
+ * one uncompressed extent map in a row, each of which the owner caches
+ * privately at its position in a row.  0 if none.
+ */
+static unsigned int btrfs_sf_collapse_order(const struct btrfs_sf_batch *b,
+					    const struct btrfs_sf_item *items,
+					    unsigned int nr, unsigned int max_order)
+{
+	pgoff_t ecidx = items[0].cpos >> PAGE_SHIFT;
+	unsigned int order = 0, i, n;
+
+	if (items[0].compress || items[0].owner_pos < 0)
+		return 0;
+	for (; order < max_order; order++) {
+		n = 2U << order;
+		if (n > nr || !IS_ALIGNED(ecidx, n))
+			break;
+		for (i = n / 2; i < n; i++)
+			if (items[i].compress ||
+			    items[i].disk_bytenr != items[0].disk_bytenr ||
+			    items[i].cpos != items[0].cpos + ((u64)i << PAGE_SHIFT) ||
+			    items[i].owner_pos != items[0].owner_pos + ((s64)i << PAGE_SHIFT) ||
+			    !btrfs_sf_owner_has_private(b->owner, items[i].owner_pos))
+				return order;
+	}
+	return order;
+}
+
+/*
+ * Copy the owner's private folio at @pos into @page; false if it cannot be
+ * had as it is on disk, or is mapped (its PTEs would stay on the private
+ * copy: btrfs_sf_promote() moves such a folio instead).
+ */
+static bool btrfs_sf_collapse_one(struct btrfs_inode *owner, u64 pos,
+				  struct page *page)
+{
+	struct address_space *mapping = owner->vfs_inode.i_mapping;
+	struct folio *folio;
+	bool ok;
+
+	/* FGP_NOWAIT: a large alias there is neither waited for nor removed. */
+	folio = __filemap_get_folio(mapping, pos >> PAGE_SHIFT, FGP_NOWAIT, 0);
+	if (IS_ERR(folio))
+		return false;
+	ok = !folio_is_sf_alias(folio) && !folio_test_large(folio) &&
+	     folio_trylock(folio);
+	if (ok) {
+		/*
+		 * The owner reads the block through the extent cache from now
+		 * on: a readahead mark on a folio it keeps (dirty, mapped)
+		 * would read the collapsed pages after it privately.
+		 */
+		folio_clear_readahead(folio);
+		/* As btrfs_sf_promote() asks, and not mapped at all. */
+		ok = folio->mapping == mapping && folio_test_uptodate(folio) &&
+		     !folio_test_dirty(folio) && !folio_test_writeback(folio) &&
+		     !folio_test_ordered(folio) && !folio_mapped(folio) &&
+		     !folio_test_mlocked(folio) && !folio_maybe_dma_pinned(folio) &&
+		     !copy_mc_highpage(page, &folio->page);
+		folio_unlock(folio);
+	}
+	folio_put(folio);
+	return ok;
+}
+
+/*
+ * Promote a block of the owner's private folios by copying them into one
+ * new large physical folio of the extent cache (DOC: btrfs lazy sharing):
+ * promoting them in place would leave order-0 physical folios, and every
+ * sharer an alias a page.  Only a block that the owner caches whole,
+ * clean and unmapped, whose extent the owner still references there
+ * (checked under its extent range lock, as btrfs_sf_promote() does).  The
+ * copy is of data on disk, whatever the owner does to its folios
+ * afterwards; those it does not map, dirty or lock then are evicted, so
+ * that the data is cached once, and the owner reads it through the extent
+ * cache from then on.  Called under fs_info->sf_promote_mutex.
+ *
+ * Return: how many items the new folio serves (each with a reference),
+ * or 0.
+ */
+static unsigned int btrfs_sf_collapse(struct btrfs_fs_info *fs_info,
+				      struct btrfs_sf_batch *b, struct inode *cache,
+				      struct btrfs_sf_item *items, unsigned int nr,
+				      unsigned int max_order)
+{
+	struct btrfs_inode *owner = b->owner;
+	struct address_space *mapping = owner->vfs_inode.i_mapping;
+	struct address_space *ec = cache->i_mapping;
+	struct extent_state *cached_state = NULL;
+	u64 pos = items[0].owner_pos, end, epos, logical;
+	struct extent_map *em;
+	struct folio *folio;
+	unsigned int order, n, i;
+	bool ok = false;
+
+	order = btrfs_sf_collapse_order(b, items, nr, max_order);
+	if (!order)
+		return 0;
+	n = 1U << order;
+	end = pos + ((u64)n << PAGE_SHIFT) - 1;
+	folio = filemap_alloc_folio(readahead_gfp_mask(ec), order);
+	if (!folio)
+		return 0;
+	/* Truncation, hole punching and remapping of the owner stay out. */
+	if (!filemap_invalidate_trylock_shared(mapping))
+		goto free;
+	if (!down_read_trylock(&owner->i_mmap_lock))
+		goto unlock_invalidate;
+	if (btrfs_sf_domain(fs_info, btrfs_root_id(owner->root)) != b->domain ||
+	    end >= i_size_read(&owner->vfs_inode) ||
+	    errseq_check(&mapping->wb_err, 0) ||
+	    !btrfs_try_lock_extent(&owner->io_tree, pos, end, &cached_state))
+		goto unlock_mmap;
+	em = btrfs_get_extent(owner, NULL, pos, end + 1 - pos);
+	if (!IS_ERR(em)) {
+		ok = btrfs_sf_em_eligible(em) && !extent_map_is_compressed(em) &&
+		     btrfs_extent_map_end(em) > end &&
+		     btrfs_sf_cache_pos(fs_info, em, pos, false, &epos, &logical) &&
+		     epos == items[0].cpos;
+		btrfs_free_extent_map(em);
+	}
+	for (i = 0; ok && i < n; i++)
+		ok = btrfs_sf_collapse_one(owner, pos + ((u64)i << PAGE_SHIFT),
+					   folio_page(folio, i));
+	btrfs_unlock_extent(&owner->io_tree, pos, end, &cached_state);
+unlock_mmap:
+	up_read(&owner->i_mmap_lock);
+unlock_invalidate:
+	filemap_invalidate_unlock_shared(mapping);
+	/* Locks it, puts it on the LRU, charges the reader's memcg. */
+	if (!ok || filemap_add_folio(ec, folio, items[0].cpos >> PAGE_SHIFT,
+				     readahead_gfp_mask(ec)))
+		goto free;
+	folio_mark_uptodate(folio);
+	folio_unlock(folio);
+	folio_ref_add(folio, n - 1);
+	for (i = 0; i < n; i++) {
+		items[i].folio = folio;
+		items[i].promoted = true;
+	}
+	shared_folio_count_promotions(&fs_info->sf_stats, n);
+	invalidate_mapping_pages(mapping, pos >> PAGE_SHIFT, end >> PAGE_SHIFT);
+	return n;
+
+free:
+	folio_put(folio);
+	return 0;
+}
+
+/*
  * The page of locked physical @folio that holds cache index @ecidx, or NULL
  * if it holds it no longer (split before it had a descriptor: a split of
  * one with a descriptor is refused, and the batch's references make one
@@ -1252,12 +1416,12 @@ static unsigned int btrfs_sf_get_physical(struct btrfs_inode *inode, struct inod
 	struct address_space *ec = cache->i_mapping;
 	struct btrfs_sf_item *item = &items[0];
 	pgoff_t ecidx = item->cpos >> PAGE_SHIFT;
-	unsigned int order, i;
+	unsigned int order, max_order, i, n;
 	struct folio *folio;
 	int ret;
 
-	order = btrfs_sf_order(b, items, nr, min(READ_ONCE(fs_info->sf_max_order),
-						 mapping_max_folio_order(ec)));
+	max_order = min(READ_ONCE(fs_info->sf_max_order), mapping_max_folio_order(ec));
+	order = btrfs_sf_order(b, items, nr, max_order);
 again:
 	folio = filemap_get_folio(ec, ecidx);
 	/*
@@ -1277,6 +1441,14 @@ again:
 			return 1;
 		/* Another reader may have promoted it meanwhile. */
 		folio = filemap_get_folio(ec, ecidx);
+		/* A block of unmapped folios is copied into a large one. */
+		n = 0;
+		if (IS_ERR(folio) && max_order)
+			n = btrfs_sf_collapse(fs_info, b, cache, items, nr, max_order);
+		if (n) {
+			mutex_unlock(&fs_info->sf_promote_mutex);
+			return n;
+		}
 		if (IS_ERR(folio))
 			promoted = btrfs_sf_promote(b->owner, item->owner_pos, cache,
 						    b->domain, item->cpos);
@@ -1721,9 +1893,13 @@ static unsigned int btrfs_sf_collect(struct btrfs_inode *inode, struct inode *ca
 			if (!btrfs_sf_cache_pos(fs_info, em, off, true,
 						&items[nr].cpos, &items[nr].logical))
 				continue;	/* no memory for its phase */
+			/* The owner's private copy is had without I/O too. */
+			pos = owner_base + (s64)(em->offset + (off - em->start));
 			if ((idx < b->req_first || idx > b->req_last) &&
 			    !filemap_range_has_page(cache->i_mapping, items[nr].cpos,
-						    items[nr].cpos + PAGE_SIZE - 1))
+						    items[nr].cpos + PAGE_SIZE - 1) &&
+			    !(from_owner && pos >= 0 &&
+			      btrfs_sf_owner_has_private(b->owner, pos)))
 				continue;
 			items[nr].index = idx;
 			items[nr].disk_bytenr = em->disk_bytenr;
@@ -1777,8 +1953,8 @@ static void btrfs_sf_read_physical(struct btrfs_inode *inode, struct inode *cach
 
 /*
  * The order of one large alias for @items[0] and the items after it (DOC:
- * btrfs large aliases), or 0: the largest k, at most the order of their
- * physical folio, such that the next 2^k items are that folio's pages in a
+ * btrfs large aliases), or 0: the largest k, at least 2 and at most the
+ * order of their physical folio, such that the next 2^k items are that folio's pages in a
  * row from a multiple of 2^k in it, at file indices in a row from a
  * multiple of 2^k, all below EOF (@eof_index: the first index past it).
  */
@@ -1791,7 +1967,8 @@ static unsigned int btrfs_sf_alias_order(const struct btrfs_sf_item *items,
 
 	if (!folio || !folio_test_large(folio))
 		return 0;
-	for (order = folio_order(folio); order; order--) {
+	/* An order-1 alias (280 bytes) would cost more than two (192). */
+	for (order = folio_order(folio); order >= 2; order--) {
 		n = 1U << order;
 		if (n > nr || !IS_ALIGNED(ecidx, n) ||
 		    !IS_ALIGNED(items[0].index, n) ||
@@ -1873,10 +2050,14 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 	struct address_space *mapping = inode->vfs_inode.i_mapping;
 	struct shared_folio_prealloc pa = { };
 	pgoff_t eof_index = DIV_ROUND_UP(i_size_read(&inode->vfs_inode), PAGE_SIZE);
-	/* A file with a VMA gets order-0 aliases: its faults map them. */
+	/*
+	 * A file with a VMA gets order-0 aliases: its faults map them.  So
+	 * does a reader with drop-behind on, which evicts what it read.
+	 */
 	bool large = wait && READ_ONCE(fs_info->sf_large_aliases) &&
-		     !mapping_mapped(mapping);
-	unsigned int i, j, n, order;
+		     !mapping_mapped(mapping) &&
+		     !shared_folio_drop_behind_enabled();
+	unsigned int i, j, n, order, order0_from = 0;
 
 	for (i = 0; i < nr; i += n) {
 		struct folio *folio = items[i].folio;
@@ -1884,7 +2065,8 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 		n = 1;
 		if (!folio)
 			continue;
-		order = large ? btrfs_sf_alias_order(&items[i], nr - i, eof_index) : 0;
+		order = large && i >= order0_from ?
+			btrfs_sf_alias_order(&items[i], nr - i, eof_index) : 0;
 		n = 1U << order;
 		/* Before the lock: see BTRFS_SF_LOCKED_GFP. */
 		if (wait)
@@ -1901,16 +2083,23 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 			b->marked = true;
 			b->marker = items[i].index;
 		}
-		if (order && btrfs_sf_install_large(inode, cache, folio, &items[i],
-						    order, &pa)) {
+		if (order && !btrfs_sf_install_large(inode, cache, folio, &items[i],
+						     order, &pa)) {
+			/*
+			 * Redo the run an alias a page, each preallocated
+			 * before the lock: the references stay the items'.
+			 */
+			folio_unlock(folio);
+			order0_from = i + n;
+			n = 0;
+			continue;
+		}
+		if (order) {
 			for (j = i; j < i + n; j++)
 				b->hits += !items[j].read && !items[j].promoted;
-		} else {
-			for (j = i; j < i + n; j++)
-				if (btrfs_sf_install_one(inode, cache, folio,
-							 &items[j], &pa) &&
-				    !items[j].read && !items[j].promoted)
-					b->hits++;
+		} else if (btrfs_sf_install_one(inode, cache, folio, &items[i], &pa) &&
+			   !items[i].read && !items[i].promoted) {
+			b->hits++;
 		}
 		for (j = i; j < i + n; j++)
 			b->read |= items[j].read;
@@ -1997,7 +2186,8 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 	if (!count || pos >= isize || !btrfs_sf_inode_eligible(inode))
 		return;
 	/* As btrfs_sf_install() decides; a stale answer costs a lookup. */
-	large = READ_ONCE(fs_info->sf_large_aliases) && !mapping_mapped(mapping);
+	large = READ_ONCE(fs_info->sf_large_aliases) && !mapping_mapped(mapping) &&
+		!shared_folio_drop_behind_enabled();
 	first = pos >> PAGE_SHIFT;
 	eof = (isize - 1) >> PAGE_SHIFT;
 	last = min_t(pgoff_t, eof, (min_t(loff_t, isize, pos + count) - 1) >> PAGE_SHIFT);
@@ -2207,6 +2397,20 @@ static bool btrfs_sf_cached_page(struct btrfs_inode *inode, pgoff_t index)
 	return btrfs_sf_cached(inode->vfs_inode.i_mapping, index);
 }
 
+/* Is there a large alias at @index of @mapping?  Only compared. */
+static bool btrfs_sf_large_alias_at(struct address_space *mapping, pgoff_t index)
+{
+	struct folio *folio;
+	bool large;
+
+	rcu_read_lock();	/* an alias is freed after a grace period */
+	folio = xa_load(&mapping->i_pages, index);
+	large = folio && !xa_is_value(folio) && folio_is_sf_alias(folio) &&
+		folio_test_large(folio);
+	rcu_read_unlock();
+	return large;
+}
+
 /**
  * btrfs_sf_filemap_fault() - ->fault of btrfs files
  * @vmf: the fault
@@ -2230,11 +2434,11 @@ vm_fault_t btrfs_sf_filemap_fault(struct vm_fault *vmf)
 	struct file *fpin;
 
 	/*
-	 * A large alias is never mapped: it goes before the populate, which
-	 * installs order-0 aliases in its place (DOC: btrfs large aliases).
+	 * A large alias is never mapped: it is split before the populate,
+	 * into the order-0 aliases the fault maps (DOC: btrfs large aliases).
 	 */
 	if (!(vmf->flags & FAULT_FLAG_RETRY_NOWAIT) &&
-	    atomic_long_read(&inode->root->fs_info->sf_stats.large_aliases))
+	    btrfs_sf_large_alias_at(vma->vm_file->f_mapping, vmf->pgoff))
 		shared_folio_break(vma->vm_file->f_mapping, pos >> PAGE_SHIFT,
 				   (pos >> PAGE_SHIFT) + 15);
 	if ((vmf->flags & FAULT_FLAG_RETRY_NOWAIT) ||

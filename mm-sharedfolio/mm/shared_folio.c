@@ -202,20 +202,30 @@
  *   and index: removal (truncate, invalidation, the shrinker, reclaim
  *   of the physical folio), lookups that return it whole to those.
  *
- * Every other lookup removes it first, whole, and finds its index empty
- * (sf_alias_break(), counted in @breaks): __filemap_get_folio() (so a
- * write, a fault, and a filesystem's own lookups of one index, such as
- * btrfs send, see order-0 folios only), sf_alias_unshare() and
- * shared_folio_overwrite().  Fault-around passes over it
- * (next_uptodate_folio()).  A large alias is therefore never mapped: the
- * reverse map of a physical folio walks its first page only, and finds
- * nothing there.  The filesystem installs large aliases only in a file
- * that no process maps, so that a fault and the populate before it do not
- * take turns removing and installing one.
+ * Every other lookup splits it first into order-0 aliases of the same
+ * pages, as split_huge_page() splits a page-cache folio (sf_alias_split(),
+ * counted in @breaks; where the order-0 aliases cannot be allocated, or
+ * would pass max_sharing, it removes it whole): __filemap_get_folio() (so
+ * a write, a fault, and a filesystem's own lookups of one index, such as
+ * btrfs send or the compare of a dedupe, see order-0 aliases, which they
+ * copy from or unshare as before; such a lookup may sleep even without
+ * FGP_LOCK, and with FGP_NOWAIT fails with -EAGAIN instead, as a fault
+ * that must not wait does), sf_alias_unshare() and
+ * shared_folio_overwrite(), so that a write replaces only the aliases of
+ * the pages it fills.
+ * Fault-around passes over it (next_uptodate_folio()).  A large alias is
+ * therefore never mapped: the reverse map of a physical folio walks its
+ * first page only, and finds nothing there.  The filesystem installs large
+ * aliases in a file that no process maps, and a fault splits them first
+ * (shared_folio_break()); a file mapped after the read keeps them until
+ * then.  fadvise(POSIX_FADV_DONTNEED) of part of a large alias keeps it
+ * (invalidate_mapping_pages() passes over a folio that straddles the
+ * range), and drop-behind keeps one that goes on past the read.
  *
  * The @aliases gauge counts pages aliased, so that @bytes_saved stays
  * (aliases - pages) pages; @large_aliases counts large alias objects, and
- * NR_SHARED_FOLIO_ALIAS counts alias objects of either size.
+ * NR_SHARED_FOLIO_ALIAS, @reclaims and @drops count alias objects of
+ * either size.  The alias trace events give the pages an alias describes.
  */
 #include <linux/mm.h>
 #include <linux/pagemap.h>
@@ -322,6 +332,9 @@ static inline unsigned int sf_alias_cache_refs(struct sf_alias *a)
 #define SF_ALIAS_LINKS	((ZONES_MASK << ZONES_PGSHIFT) |		\
 			 (NODES_MASK << NODES_PGSHIFT) |		\
 			 (SECTIONS_MASK << SECTIONS_PGSHIFT))
+
+/* Not a PFN, bit 0 clear: see sf_alias_init(). */
+#define SF_ALIAS_TAIL_POISON	(POISON_POINTER_DELTA + 0x5f0UL)
 
 /* Charged to the reader's memcg, with that memcg's part of the alias LRU. */
 static struct sf_alias *sf_alias_alloc(gfp_t gfp)
@@ -480,6 +493,14 @@ static struct folio *sf_alias_init(struct sf_alias *a, struct folio *folio,
 	if (order) {
 		__folio_set_head(alias);
 		prep_compound_head(&a->page, order);
+		/*
+		 * page_to_pfn() of page 1 or 2 of the alias reads the next
+		 * page's compound-head word: no PFN, so that a path that took
+		 * a tail page of an alias (none does) faults at once instead
+		 * of reaching physical page 0.
+		 */
+		alias->_head_2 = SF_ALIAS_TAIL_POISON;
+		alias->_head_3 = SF_ALIAS_TAIL_POISON;
 	}
 	set_page_count(&a->page, 1 << order);
 	atomic_set(&a->page._mapcount, -1);
@@ -516,7 +537,7 @@ static void sf_alias_link(struct sf_alias *a, struct folio *folio)
 	list_lru_add_obj(sf_alias_lru_of(a), sf_alias_lru_entry(a));
 	trace_mm_filemap_add_to_page_cache(alias);
 	trace_shared_folio_share(alias->mapping, alias->index, sf_alias_pfn(a),
-				 sf->nr_aliases);
+				 folio_nr_pages(alias), sf->nr_aliases);
 }
 
 /* Undo sf_alias_init() of an alias that never entered a mapping. */
@@ -553,7 +574,11 @@ static int sf_alias_check(struct folio *folio, struct page *page,
 		VM_WARN_ON_ONCE_FOLIO(1, folio);
 		return -EINVAL;
 	}
-	/* max_sharing is per page: a large folio has room for as many each. */
+	/*
+	 * max_sharing bounds alias objects per page of the folio: a large
+	 * folio has room for that many times its pages, whatever their
+	 * sizes (the walks of detach and migration go by objects).
+	 */
 	if (READ_ONCE(sf->nr_aliases) >=
 	    READ_ONCE(max_sharing) * folio_nr_pages(folio))
 		return -ENOSPC;
@@ -580,14 +605,14 @@ static int sf_alias_insert(struct sf_alias *a, struct folio *folio,
 	do {
 		xas_lock_irq(&xas);
 		/*
-		 * A shadow entry is order 0 in a mapping whose own folios are
-		 * (a filesystem that shares extents keeps its files' folios
-		 * order 0), and an alias leaves none: a large alias only ever
-		 * replaces order-0 entries.
+		 * Only over shadow entries no larger than the alias: a store
+		 * into part of a larger one would make every index it covers
+		 * resolve to the alias.  (A filesystem that shares extents
+		 * keeps its files' own folios order 0, and an alias leaves no
+		 * shadow, so there are none today.)
 		 */
 		xas_for_each_conflict(&xas, entry) {
-			if (!xa_is_value(entry) ||
-			    (order && xa_get_order(xas.xa, xas.xa_index))) {
+			if (!xa_is_value(entry) || xas_get_order(&xas) > order) {
 				xas_set_err(&xas, -EEXIST);
 				goto unlock;
 			}
@@ -967,7 +992,8 @@ void sf_alias_unaccount(struct folio *alias)
 	if (folio_test_checked(alias)) {
 		shared_folio_count_reclaims(sf->stats, 1);
 		trace_shared_folio_reclaim(alias->mapping, alias->index,
-					   sf_alias_pfn(a), READ_ONCE(sf->nr_aliases) - 1);
+					   sf_alias_pfn(a), folio_nr_pages(alias),
+					   READ_ONCE(sf->nr_aliases) - 1);
 	}
 	spin_lock(&sf->lock);
 	list_del_init(&a->page.lru);
@@ -1085,7 +1111,8 @@ unsigned int sf_folio_detach_aliases(struct folio *folio, bool sync)
 			}
 			if (mapping) {
 				trace_shared_folio_reclaim(mapping, alias->index,
-							   folio_pfn(folio),
+							   folio_pfn(alias),
+							   folio_nr_pages(alias),
 							   READ_ONCE(sf->nr_aliases) - 1);
 				/* Removes it from sf->aliases via sf_alias_unaccount(). */
 				filemap_remove_folio(alias);
@@ -1288,7 +1315,7 @@ static bool sf_alias_replace(struct address_space *mapping, struct folio *alias,
 	shared_folio_count_unshares(stats, 1);
 	if (!uptodate)
 		shared_folio_count_overwrites(stats, 1);
-	trace_shared_folio_unshare(mapping, new->index, folio_pfn(alias),
+	trace_shared_folio_unshare(mapping, new->index, folio_pfn(alias), 1,
 				   nr ? nr - 1 : 0);
 	folio_put(alias);	/* the page cache's reference */
 	return true;
@@ -1309,9 +1336,101 @@ static void sf_alias_break(struct address_space *mapping, struct folio *alias)
 	if (sf_alias_maybe_mapped(alias))
 		unmap_mapping_folio(alias);
 	trace_shared_folio_reclaim(mapping, alias->index, folio_pfn(alias),
+				   folio_nr_pages(alias),
 				   sf_folio_nr_aliases(sf_alias_physical(alias)) - 1);
 	truncate_inode_folio(mapping, alias);
 	shared_folio_count_breaks(stats, 1);
+}
+
+/*
+ * Split @alias, a large alias in @mapping, into order-0 aliases of the
+ * same pages, one a page, so that a path that works on order-0 folios of
+ * the file keeps them shared (DOC: Large aliases): as split_huge_page()
+ * splits a page-cache folio, one xarray split and a store a page, under
+ * the xa_lock.  The order-0 aliases are allocated, charged to the caller,
+ * before any lock; the physical folio is locked first, as for any alias
+ * added, then @alias.  Where the split cannot be had (no memory,
+ * max_sharing) @alias is removed whole (sf_alias_break()).  Either way it
+ * is counted as a break.  @alias's reference is consumed.
+ *
+ * Context: process context, no folio lock held; sleeps.
+ */
+static void sf_alias_split(struct address_space *mapping, struct folio *alias,
+			   gfp_t gfp)
+{
+	unsigned int order = folio_order(alias), nr = 1U << order, i = 0;
+	XA_STATE(xas, &mapping->i_pages, alias->index);
+	struct folio *folio = sf_alias_physical(alias);
+	struct shared_folio *sf;
+	struct sf_alias **small;
+	bool split = false;
+	pgoff_t index;
+
+	gfp &= GFP_RECLAIM_MASK;
+	small = kmalloc_array(nr, sizeof(*small), gfp);
+	if (small) {
+		for (i = 0; i < nr; i++) {
+			small[i] = sf_alias_alloc(gfp);
+			if (!small[i])
+				break;
+		}
+		if (i == nr)
+			xas_split_alloc(&xas, alias, order, gfp);
+	}
+	/* Held by @alias's reference: no alias comes or goes under its lock. */
+	folio_lock(folio);
+	folio_lock(alias);
+	/* Gone, or moved to a new physical folio by migration meanwhile. */
+	if (alias->mapping != mapping || sf_alias_physical(alias) != folio) {
+		if (alias->mapping == mapping)
+			sf_alias_break(mapping, alias);
+		goto unlock;
+	}
+	sf = sf_alias_descriptor(folio_sf_alias(alias));
+	index = alias->index;
+	if (i == nr && !xas_error(&xas) &&
+	    READ_ONCE(sf->nr_aliases) + nr - 1 <=
+	    READ_ONCE(max_sharing) * folio_nr_pages(folio)) {
+		for (i = 0; i < nr; i++)
+			sf_alias_init(small[i], folio, sf_alias_page(alias) + i, 0,
+				      sf, mapping, index + i);
+		xas_lock_irq(&xas);
+		xas_reset(&xas);
+		if (xas_load(&xas) == alias) {
+			xas_split(&xas, alias, order);
+			for (i = 0; i < nr; i++) {
+				xas_set(&xas, index + i);
+				xas_store(&xas, sf_alias_to_folio(small[i]));
+				sf_alias_link(small[i], folio);
+			}
+			trace_mm_filemap_delete_from_page_cache(alias);
+			trace_shared_folio_reclaim(mapping, index, folio_pfn(alias),
+						   nr, READ_ONCE(sf->nr_aliases));
+			sf_alias_unaccount(alias);
+			alias->mapping = NULL;
+			split = true;
+		}
+		xas_unlock_irq(&xas);
+		if (split) {
+			shared_folio_count_breaks(sf->stats, 1);
+			/* The page cache's references; the caller's remains. */
+			folio_put_refs(alias, nr);
+		} else {
+			for (i = 0; i < nr; i++)
+				sf_alias_discard(small[i], folio);
+		}
+		i = 0;	/* none left to free */
+	} else {
+		sf_alias_break(mapping, alias);
+	}
+unlock:
+	folio_unlock(alias);
+	folio_unlock(folio);
+	folio_put(alias);
+	xas_destroy(&xas);
+	while (i--)
+		kmem_cache_free(sf_alias_cache, small[i]);
+	kfree(small);
 }
 
 /**
@@ -1331,8 +1450,9 @@ static void sf_alias_break(struct address_space *mapping, struct folio *alias)
  * that can wait for reclaim or a memcg OOM runs under one.  The copy is
  * machine-check safe: a poisoned physical page fails the unshare.
  *
- * A large alias is removed whole instead (sf_alias_break()), and NULL
- * returned: the caller looks its page up again and finds it missing.
+ * A large alias is split instead (sf_alias_split()), and NULL returned:
+ * the caller looks its page up again and finds an order-0 alias there (or
+ * nothing, if the split could not be had).
  *
  * Context: process context; sleeps.
  * Return: the private folio with a reference (unlocked); NULL if @alias
@@ -1347,11 +1467,7 @@ struct folio *sf_alias_unshare(struct address_space *mapping,
 	size_t tail;
 
 	if (folio_test_large(alias)) {
-		folio_lock(alias);
-		if (alias->mapping == mapping)
-			sf_alias_break(mapping, alias);
-		folio_unlock(alias);
-		folio_put(alias);
+		sf_alias_split(mapping, alias, gfp);
 		return NULL;
 	}
 	new = sf_private_alloc(gfp);
@@ -1492,7 +1608,10 @@ static bool sf_alias_overwrite(struct address_space *mapping,
 	pgoff_t index = alias->index;
 	unsigned int nr;
 
-	/* Whole: the pages the write does not fill are read again. */
+	/*
+	 * Whole, where shared_folio_break() could not split it: the pages
+	 * the write does not fill are read again.
+	 */
 	if (folio_test_large(alias)) {
 		sf_alias_break(mapping, alias);
 		return true;
@@ -1514,7 +1633,7 @@ static bool sf_alias_overwrite(struct address_space *mapping,
 	truncate_inode_folio(mapping, alias);
 	shared_folio_count_unshares(stats, 1);
 	shared_folio_count_overwrites(stats, 1);
-	trace_shared_folio_unshare(mapping, index, pfn, nr ? nr - 1 : 0);
+	trace_shared_folio_unshare(mapping, index, pfn, 1, nr ? nr - 1 : 0);
 	return true;
 }
 
@@ -1556,6 +1675,8 @@ unsigned long shared_folio_overwrite(struct address_space *mapping,
 
 	if (first > last)
 		return 0;
+	/* Only around the write: its large aliases become an alias a page. */
+	shared_folio_break(mapping, first, last);
 	done = sf_mapping_for_each_alias(mapping, first, last, false,
 					 sf_overwrite_prep, sf_alias_overwrite,
 					 &ow);
@@ -1565,47 +1686,80 @@ unsigned long shared_folio_overwrite(struct address_space *mapping,
 }
 EXPORT_SYMBOL_GPL(shared_folio_overwrite);
 
-/* Break @alias, locked in @mapping, if it is large. */
-static bool sf_alias_break_large(struct address_space *mapping,
-				 struct folio *alias, void *arg)
+/*
+ * The next large alias of @mapping in [*@index, @last], referenced, with
+ * *@index moved past it; NULL when there is none.
+ */
+static struct folio *sf_next_large_alias(struct address_space *mapping,
+					 pgoff_t *index, pgoff_t last)
 {
-	if (!folio_test_large(alias))
-		return false;
-	sf_alias_break(mapping, alias);
-	return true;
+	XA_STATE(xas, &mapping->i_pages, *index);
+	struct folio *alias;
+
+	rcu_read_lock();
+	xas_for_each(&xas, alias, last) {
+		if (xas_retry(&xas, alias) || xa_is_value(alias) ||
+		    !folio_is_sf_alias(alias) || !folio_test_large(alias))
+			continue;
+		if (!folio_try_get(alias))
+			continue;
+		if (unlikely(alias != xas_reload(&xas))) {
+			folio_put(alias);
+			continue;
+		}
+		*index = folio_next_index(alias);
+		rcu_read_unlock();
+		return alias;
+	}
+	rcu_read_unlock();
+	return NULL;
 }
 
 /**
- * shared_folio_break() - remove the large aliases of a range of a file
+ * shared_folio_break() - split the large aliases of a range of a file
  * @mapping: the file's mapping
  * @first: first index
- * @last: last index; a large alias that covers any index of the range
- *        goes whole
+ * @last: last index; a large alias that covers any index of the range is
+ *        split whole
  *
  * For a filesystem about to populate the range for a fault: a large alias
- * is never mapped (DOC: Large aliases), and filemap_fault() would remove
- * it and read the page privately; removed first, the populate installs
- * order-0 aliases in its place.
+ * is never mapped (DOC: Large aliases).  Split into order-0 aliases of the
+ * same pages (removed where that cannot be had, and then populated
+ * again), it can be.
  *
- * Context: process context, no folio lock held; sleeps (alias locks).
- * Return: how many large aliases were removed.
+ * Context: process context, no folio lock held; sleeps (folio locks,
+ * allocations with @mapping's gfp mask).
+ * Return: how many large aliases were split or removed.
  */
 unsigned long shared_folio_break(struct address_space *mapping, pgoff_t first,
 				 pgoff_t last)
 {
-	if (first > last)
-		return 0;
-	return sf_mapping_for_each_alias(mapping, first, last, false, NULL,
-					 sf_alias_break_large, NULL);
+	unsigned long done = 0;
+	struct folio *alias;
+
+	while (first <= last &&
+	       (alias = sf_next_large_alias(mapping, &first, last))) {
+		sf_alias_split(mapping, alias, mapping_gfp_mask(mapping));
+		done++;
+		if (!first)	/* wrapped past ULONG_MAX */
+			break;
+	}
+	return done;
 }
 EXPORT_SYMBOL_GPL(shared_folio_break);
 
 /* ==================== drop-behind ==================== */
 
-/* Evict @alias, locked in @mapping, unless its page may be mapped. */
+/*
+ * Evict @alias, locked in @mapping, unless its page may be mapped, or it
+ * is a large alias that goes on past *@arg, the last index the read
+ * used (the reader's next read needs it).
+ */
 static bool sf_alias_drop(struct address_space *mapping, struct folio *alias,
 			  void *arg)
 {
+	if (folio_next_index(alias) - 1 > *(pgoff_t *)arg)
+		return false;
 	return mapping_evict_folio(mapping, alias);
 }
 
@@ -1639,7 +1793,7 @@ unsigned long shared_folio_drop_behind(struct address_space *mapping,
 	    mapping_mapped(mapping))
 		return 0;
 	return sf_mapping_for_each_alias(mapping, first, last, true, NULL,
-					 sf_alias_drop, NULL);
+					 sf_alias_drop, &last);
 }
 EXPORT_SYMBOL_GPL(shared_folio_drop_behind);
 

@@ -134,7 +134,7 @@ static_assert(sizeof(struct sf_alias) <= 96);
  *         _head_1 the PFN of its first physical page (struct sf_alias's
  *         @pfn_word), its order, folio_nr_pages() and mapcounts are set as for
  *         any large folio, and none of its tail pages is ever used as a
- *         page (no page arithmetic on an alias: sf_alias_data())
+ *         page (no page arithmetic on an alias: sf_folio_data())
  * @lru: as struct sf_alias's, on the large aliases' list
  * @sf: as struct sf_alias's
  */

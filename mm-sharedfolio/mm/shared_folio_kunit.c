@@ -26,6 +26,7 @@
 #include <linux/rmap.h>
 #include <linux/uaccess.h>
 #include <linux/uio.h>
+#include <linux/memblock.h>
 #include <linux/migrate.h>
 #include "slab.h"
 #include "internal.h"
@@ -940,6 +941,19 @@ static void sf_test_large_physical(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.aliases), 0);
 }
 
+/* Store @entry over the four indices from @index of @mapping (a shadow). */
+static void sf_test_store_order2(struct address_space *mapping, pgoff_t index,
+				 void *entry)
+{
+	XA_STATE_ORDER(xas, &mapping->i_pages, index, 2);
+
+	do {
+		xas_lock_irq(&xas);
+		xas_store(&xas, entry);
+		xas_unlock_irq(&xas);
+	} while (xas_nomem(&xas, GFP_KERNEL));
+}
+
 /* filemap_read() of [@pos, @pos + @len) of file @i into @buf. */
 static ssize_t sf_test_read(struct kunit *test, int i, loff_t pos, void *buf,
 			    size_t len)
@@ -971,7 +985,8 @@ static ssize_t sf_test_read(struct kunit *test, int i, loff_t pos, void *buf,
  * for an aligned run of a large physical folio's pages; page_to_pfn() and
  * page_folio() of it are right; read() copies each page's own bytes,
  * across pages and from the middle of one; any other lookup, a fault
- * included, removes it whole and never maps it; a busy range refuses it;
+ * included, splits it into order-0 aliases of the same pages, and never
+ * maps it; a lookup that must not wait leaves it; a busy range refuses it;
  * migration retargets it; eviction and the extent cache's truncate remove
  * it.
  */
@@ -1055,32 +1070,51 @@ static void sf_test_large_alias(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, !memchr_inv(buf + PAGE_SIZE - 100, 0x56, 100));
 	KUNIT_EXPECT_EQ(test, map0->nrpages, 4);
 
-	/* A lookup of one index removes it whole. */
-	KUNIT_EXPECT_TRUE(test, IS_ERR(filemap_get_folio(map0, 5)));
-	KUNIT_EXPECT_EQ(test, map0->nrpages, 0);
+	/*
+	 * Its tail pages are no pages: page_to_pfn() of one is no PFN, so a
+	 * path that took one would fault, not reach physical page 0.
+	 */
+	KUNIT_EXPECT_GT(test, page_to_pfn(folio_page(alias, 1)), max_pfn);
+	KUNIT_EXPECT_GT(test, page_to_pfn(folio_page(alias, 2)), max_pfn);
+
+	/* A lookup that must not wait fails, and leaves it. */
+	KUNIT_EXPECT_PTR_EQ(test, __filemap_get_folio(map0, 5, FGP_NOWAIT, 0),
+			    ERR_PTR(-EAGAIN));
+	KUNIT_EXPECT_EQ(test, map0->nrpages, 4);
+
+	/* A lookup of one index splits it: an order-0 alias a page. */
+	alias = filemap_get_folio(map0, 5);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(alias));
+	KUNIT_EXPECT_TRUE(test, folio_is_sf_alias(alias));
+	KUNIT_EXPECT_FALSE(test, folio_test_large(alias));
+	KUNIT_EXPECT_EQ(test, folio_pfn(alias), folio_pfn(folio) + 5);
+	KUNIT_EXPECT_TRUE(test, sf_test_filled(folio_address(alias), 0x55));
+	folio_put(alias);
+	KUNIT_EXPECT_EQ(test, map0->nrpages, 4);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.breaks), 1);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.large_aliases), 1);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.aliases), 13);
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 6);
+	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base + 6);
+	truncate_inode_pages(map0, 0);
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 2);
 
-	/*
-	 * So does a fault, which maps nothing of it (the file then reads
-	 * EIO, and its readahead may leave folios that are not uptodate).
-	 */
+	/* So does a fault, which then maps the page, never the large alias. */
 	folio_lock(folio);
 	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, folio_page(folio, 4),
 							   2, map0, 4, NULL,
 							   GFP_KERNEL), 0);
 	folio_unlock(folio);
 	addr = sf_test_mmap_file(test, 0, &sf_test_fops, MAP_PRIVATE);
-	KUNIT_EXPECT_EQ(test, sf_test_touch(addr + 6 * PAGE_SIZE), -1);
-	for (i = 4; i < 8; i++) {
-		alias = xa_load(&map0->i_pages, i);
-		KUNIT_EXPECT_FALSE(test, alias && !xa_is_value(alias) &&
-				   folio_is_sf_alias(alias));
-	}
+	KUNIT_EXPECT_EQ(test, sf_test_touch(addr + 6 * PAGE_SIZE), 0x56);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.breaks), 2);
-	KUNIT_EXPECT_FALSE(test, folio_mapped(folio));
+	KUNIT_EXPECT_EQ(test, map0->nrpages, 4);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.large_aliases), 1);
+	KUNIT_EXPECT_TRUE(test, folio_mapped(folio));
 	vm_munmap(addr, SF_TEST_PAGES << PAGE_SHIFT);
 	flush_delayed_fput();
+	KUNIT_EXPECT_FALSE(test, folio_mapped(folio));
+	truncate_inode_pages(map0, 0);
 
 	/* Migration retargets it to the new folio. */
 	pfn0 = folio_pfn(folio);
@@ -1102,6 +1136,18 @@ static void sf_test_large_alias(struct kunit *test)
 					   PAGE_SIZE), PAGE_SIZE);
 	KUNIT_EXPECT_TRUE(test, sf_test_filled(buf, 0x56));
 
+	/* No alias of either size inside a larger shadow entry. */
+	sf_test_store_order2(map2, 4, xa_mk_value(7));
+	folio_lock(new);
+	KUNIT_EXPECT_EQ(test, shared_folio_add_alias(new, folio_page(new, 5), map2,
+						     5, NULL, GFP_KERNEL), -EEXIST);
+	KUNIT_EXPECT_EQ(test, shared_folio_add_large_alias(new, folio_page(new, 4),
+							   1, map2, 4, NULL,
+							   GFP_KERNEL), -EEXIST);
+	folio_unlock(new);
+	KUNIT_EXPECT_PTR_EQ(test, xa_load(&map2->i_pages, 7), xa_mk_value(7));
+	sf_test_store_order2(map2, 4, NULL);
+
 	/* Eviction (fadvise DONTNEED) removes it whole. */
 	invalidate_mapping_pages(map1, 0, ULONG_MAX);
 	KUNIT_EXPECT_EQ(test, map1->nrpages, 0);
@@ -1119,19 +1165,6 @@ static void sf_test_large_alias(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.aliases), 0);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.large_aliases), 0);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.folios), 0);
-}
-
-/* Store @entry over the four indices from @index of @mapping (a shadow). */
-static void sf_test_store_order2(struct address_space *mapping, pgoff_t index,
-				 void *entry)
-{
-	XA_STATE_ORDER(xas, &mapping->i_pages, index, 2);
-
-	do {
-		xas_lock_irq(&xas);
-		xas_store(&xas, entry);
-		xas_unlock_irq(&xas);
-	} while (xas_nomem(&xas, GFP_KERNEL));
 }
 
 /*

@@ -55,11 +55,15 @@ _scratch_mount() {
 # The knob is per mount: set again after every mount.
 # SF_MAX_ORDER: the cap on physical folio orders (8 by default; 0 keeps
 # them order 0, as before large physical folios).
+# SF_LARGE_ALIASES: 0 installs an alias a page for read() too, as before
+# large aliases (1 by default).
 _scratch_knobs() {
 	[ -n "${SF_LAZY:-}" ] && [ -f "$SCRATCH_SYSFS/shared_folio/lazy" ] &&
 		echo "$SF_LAZY" >"$SCRATCH_SYSFS/shared_folio/lazy"
 	[ -n "${SF_MAX_ORDER:-}" ] && [ -f "$SCRATCH_SYSFS/shared_folio/max_order" ] &&
 		echo "$SF_MAX_ORDER" >"$SCRATCH_SYSFS/shared_folio/max_order"
+	[ -n "${SF_LARGE_ALIASES:-}" ] && [ -f "$SCRATCH_SYSFS/shared_folio/large_aliases" ] &&
+		echo "$SF_LARGE_ALIASES" >"$SCRATCH_SYSFS/shared_folio/large_aliases"
 	return 0
 }
 
