@@ -1209,61 +1209,39 @@ keep:
  * @max_order, whose block of the extent cache starts at @items[0] and is
  * made of the next items, pages of one uncompressed extent map in a row,
  * none of which the batch's owner caches privately (it is promoted, not
- * read again).  So the folio holds only pages the batch reads.
+ * read again).  So the folio holds only pages the batch reads.  With
+ * @collapse, the order of a folio to copy the owner's folios into
+ * (btrfs_sf_collapse()): every page the owner's, at its positions in a
+ * row, and at least 1, or 0.
  */
 static unsigned int btrfs_sf_order(const struct btrfs_sf_batch *b,
 				   const struct btrfs_sf_item *items,
-				   unsigned int nr, unsigned int max_order)
+				   unsigned int nr, unsigned int max_order,
+				   bool collapse)
 {
 	pgoff_t ecidx = items[0].cpos >> PAGE_SHIFT;
 	unsigned int order = 0, i;
+	bool private;
 
-	if (items[0].compress)
+	if (items[0].compress || (collapse && items[0].owner_pos < 0))
 		return 0;
 	for (; order < max_order; order++) {
 		unsigned int n = 2U << order;
 
 		if (n > nr || !IS_ALIGNED(ecidx, n))
 			break;
-		for (i = n / 2; i < n; i++)
+		for (i = n / 2; i < n; i++) {
 			if (items[i].compress ||
 			    items[i].disk_bytenr != items[0].disk_bytenr ||
-			    items[i].cpos != items[0].cpos + ((u64)i << PAGE_SHIFT) ||
-			    (b->owner && items[i].owner_pos >= 0 &&
-			     btrfs_sf_owner_has_private(b->owner, items[i].owner_pos)))
+			    items[i].cpos != items[0].cpos + ((u64)i << PAGE_SHIFT))
 				return order;
-	}
-	return order;
-}
-
-/*
- * The order of a large physical folio that the owner's private folios of
- * @items[0] and the items after it could be copied into (btrfs_sf_collapse()):
- * the largest, at least 1 and at most @max_order, whose block of the
- * extent cache starts at @items[0] and is made of the next items, pages of
- * one uncompressed extent map in a row, each of which the owner caches
- * privately at its position in a row.  0 if none.
- */
-static unsigned int btrfs_sf_collapse_order(const struct btrfs_sf_batch *b,
-					    const struct btrfs_sf_item *items,
-					    unsigned int nr, unsigned int max_order)
-{
-	pgoff_t ecidx = items[0].cpos >> PAGE_SHIFT;
-	unsigned int order = 0, i, n;
-
-	if (items[0].compress || items[0].owner_pos < 0)
-		return 0;
-	for (; order < max_order; order++) {
-		n = 2U << order;
-		if (n > nr || !IS_ALIGNED(ecidx, n))
-			break;
-		for (i = n / 2; i < n; i++)
-			if (items[i].compress ||
-			    items[i].disk_bytenr != items[0].disk_bytenr ||
-			    items[i].cpos != items[0].cpos + ((u64)i << PAGE_SHIFT) ||
-			    items[i].owner_pos != items[0].owner_pos + ((s64)i << PAGE_SHIFT) ||
-			    !btrfs_sf_owner_has_private(b->owner, items[i].owner_pos))
+			private = b->owner && items[i].owner_pos >= 0 &&
+				  btrfs_sf_owner_has_private(b->owner, items[i].owner_pos);
+			if (collapse ? !private || items[i].owner_pos !=
+					items[0].owner_pos + ((s64)i << PAGE_SHIFT) :
+				       private)
 				return order;
+		}
 	}
 	return order;
 }
@@ -1335,7 +1313,7 @@ static unsigned int btrfs_sf_collapse(struct btrfs_fs_info *fs_info,
 	unsigned int order, n, i;
 	bool ok = false;
 
-	order = btrfs_sf_collapse_order(b, items, nr, max_order);
+	order = btrfs_sf_order(b, items, nr, max_order, true);
 	if (!order)
 		return 0;
 	n = 1U << order;
@@ -1421,7 +1399,7 @@ static unsigned int btrfs_sf_get_physical(struct btrfs_inode *inode, struct inod
 	int ret;
 
 	max_order = min(READ_ONCE(fs_info->sf_max_order), mapping_max_folio_order(ec));
-	order = btrfs_sf_order(b, items, nr, max_order);
+	order = btrfs_sf_order(b, items, nr, max_order, false);
 again:
 	folio = filemap_get_folio(ec, ecidx);
 	/*

@@ -633,6 +633,41 @@ unlock:
 	return 0;
 }
 
+/*
+ * shared_folio_add_alias() and shared_folio_add_large_alias(): an alias of
+ * 2^@order pages, from @pa's slot of its size or allocated.
+ */
+static int sf_alias_add(struct folio *folio, struct page *page,
+			unsigned int order, struct address_space *mapping,
+			pgoff_t index, struct shared_folio_prealloc *pa,
+			gfp_t gfp)
+{
+	struct sf_alias_large *l = NULL;
+	struct shared_folio *sf;
+	struct sf_alias *a = NULL;
+	int err;
+
+	err = sf_alias_check(folio, page, order, index, &sf);
+	if (err)
+		return err;
+	gfp &= GFP_RECLAIM_MASK;
+	if (order) {
+		if (pa && pa->sfl)
+			swap(l, pa->sfl);
+		else
+			l = sf_alias_large_alloc(gfp);
+		if (l)
+			a = folio_sf_alias(&l->folio);
+	} else if (pa && pa->sfa) {
+		swap(a, pa->sfa);
+	} else {
+		a = sf_alias_alloc(gfp);
+	}
+	if (!a)
+		return -ENOMEM;
+	return sf_alias_insert(a, folio, page, order, sf, mapping, index, gfp);
+}
+
 /**
  * shared_folio_add_alias() - install an alias of a page of @folio in @mapping
  * @folio: locked, uptodate physical folio with a descriptor attached
@@ -655,23 +690,7 @@ int shared_folio_add_alias(struct folio *folio, struct page *page,
 			   struct address_space *mapping, pgoff_t index,
 			   struct shared_folio_prealloc *pa, gfp_t gfp)
 {
-	struct shared_folio *sf;
-	struct sf_alias *a;
-	int err;
-
-	err = sf_alias_check(folio, page, 0, index, &sf);
-	if (err)
-		return err;
-	gfp &= GFP_RECLAIM_MASK;
-	if (pa && pa->sfa) {
-		a = pa->sfa;
-		pa->sfa = NULL;
-	} else {
-		a = sf_alias_alloc(gfp);
-		if (!a)
-			return -ENOMEM;
-	}
-	return sf_alias_insert(a, folio, page, 0, sf, mapping, index, gfp);
+	return sf_alias_add(folio, page, 0, mapping, index, pa, gfp);
 }
 EXPORT_SYMBOL_GPL(shared_folio_add_alias);
 
@@ -701,26 +720,7 @@ int shared_folio_add_large_alias(struct folio *folio, struct page *page,
 				 pgoff_t index, struct shared_folio_prealloc *pa,
 				 gfp_t gfp)
 {
-	struct shared_folio *sf;
-	struct sf_alias_large *l;
-	int err;
-
-	if (!order)
-		return shared_folio_add_alias(folio, page, mapping, index, pa, gfp);
-	err = sf_alias_check(folio, page, order, index, &sf);
-	if (err)
-		return err;
-	gfp &= GFP_RECLAIM_MASK;
-	if (pa && pa->sfl) {
-		l = pa->sfl;
-		pa->sfl = NULL;
-	} else {
-		l = sf_alias_large_alloc(gfp);
-		if (!l)
-			return -ENOMEM;
-	}
-	return sf_alias_insert(folio_sf_alias(&l->folio), folio, page, order,
-			       sf, mapping, index, gfp);
+	return sf_alias_add(folio, page, order, mapping, index, pa, gfp);
 }
 EXPORT_SYMBOL_GPL(shared_folio_add_large_alias);
 

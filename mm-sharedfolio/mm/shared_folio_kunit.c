@@ -816,6 +816,29 @@ static void sf_test_rmap_walks_aliases(struct kunit *test)
 }
 
 /*
+ * Migrate @folio, on the LRU, to a new folio; our reference goes (migration
+ * expects only the references it knows).
+ */
+static void sf_test_migrate(struct kunit *test, struct folio *folio)
+{
+	struct migration_target_control mtc = {
+		.nid = NUMA_NO_NODE,
+		.gfp_mask = GFP_HIGHUSER_MOVABLE | __GFP_RETRY_MAYFAIL,
+	};
+	LIST_HEAD(list);
+
+	KUNIT_ASSERT_TRUE(test, folio_isolate_lru(folio));
+	node_stat_mod_folio(folio, NR_ISOLATED_FILE, folio_nr_pages(folio));
+	list_add(&folio->lru, &list);
+	folio_put(folio);
+	KUNIT_EXPECT_EQ(test, migrate_pages(&list, alloc_migration_target, NULL,
+					    (unsigned long)&mtc, MIGRATE_SYNC,
+					    MR_COMPACTION, NULL), 0);
+	if (!list_empty(&list))
+		putback_movable_pages(&list);
+}
+
+/*
  * A large physical folio (DOC: Large physical folios): an order-0 alias per
  * page, of any of its pages at any index; each resolves to its own page,
  * maps its own page, and the reverse map finds each PTE exactly once (a
@@ -828,14 +851,9 @@ static void sf_test_large_physical(struct kunit *test)
 	struct sf_test_ctx *ctx = test->priv;
 	struct address_space *map0 = sf_test_map(test, 0);
 	struct address_space *map1 = sf_test_map(test, 1);
-	struct migration_target_control mtc = {
-		.nid = NUMA_NO_NODE,
-		.gfp_mask = GFP_HIGHUSER_MOVABLE | __GFP_RETRY_MAYFAIL,
-	};
 	struct folio *folio, *alias, *new;
 	unsigned long a0, a1, pfn0;
 	struct sf_test_ptes p;
-	LIST_HEAD(list);
 	int base, i;
 
 	folio = filemap_alloc_folio(GFP_HIGHUSER_MOVABLE, 2);
@@ -905,15 +923,7 @@ static void sf_test_large_physical(struct kunit *test)
 
 	/* Migration: each alias keeps its page's offset in the new folio. */
 	pfn0 = folio_pfn(folio);
-	KUNIT_ASSERT_TRUE(test, folio_isolate_lru(folio));
-	node_stat_mod_folio(folio, NR_ISOLATED_FILE, folio_nr_pages(folio));
-	list_add(&folio->lru, &list);
-	folio_put(folio);	/* ours: migration expects only known ones */
-	KUNIT_EXPECT_EQ(test, migrate_pages(&list, alloc_migration_target, NULL,
-					    (unsigned long)&mtc, MIGRATE_SYNC,
-					    MR_COMPACTION, NULL), 0);
-	if (!list_empty(&list))
-		putback_movable_pages(&list);
+	sf_test_migrate(test, folio);
 	alias = filemap_get_folio(map1, 10);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(alias));
 	new = sf_alias_physical(alias);
@@ -996,13 +1006,8 @@ static void sf_test_large_alias(struct kunit *test)
 	struct address_space *map0 = sf_test_map(test, 0);
 	struct address_space *map1 = sf_test_map(test, 1);
 	struct address_space *map2 = sf_test_map(test, 2);
-	struct migration_target_control mtc = {
-		.nid = NUMA_NO_NODE,
-		.gfp_mask = GFP_HIGHUSER_MOVABLE | __GFP_RETRY_MAYFAIL,
-	};
 	struct folio *folio, *alias, *new;
 	unsigned long addr, pfn0;
-	LIST_HEAD(list);
 	char *buf;
 	int base, i;
 
@@ -1118,15 +1123,7 @@ static void sf_test_large_alias(struct kunit *test)
 
 	/* Migration retargets it to the new folio. */
 	pfn0 = folio_pfn(folio);
-	KUNIT_ASSERT_TRUE(test, folio_isolate_lru(folio));
-	node_stat_mod_folio(folio, NR_ISOLATED_FILE, folio_nr_pages(folio));
-	list_add(&folio->lru, &list);
-	folio_put(folio);	/* ours: migration expects only known ones */
-	KUNIT_EXPECT_EQ(test, migrate_pages(&list, alloc_migration_target, NULL,
-					    (unsigned long)&mtc, MIGRATE_SYNC,
-					    MR_COMPACTION, NULL), 0);
-	if (!list_empty(&list))
-		putback_movable_pages(&list);
+	sf_test_migrate(test, folio);
 	alias = xa_load(&map1->i_pages, 8);
 	KUNIT_ASSERT_TRUE(test, alias && folio_is_sf_alias(alias));
 	new = sf_alias_physical(alias);
