@@ -154,7 +154,9 @@
  *   that is not in memory any more hands the record to the reader.
  * - A block of the extent cache that a large physical folio could fill,
  *   and that the owner caches whole in order-0 folios that no process
- *   maps, is *collapsed* instead (btrfs_sf_collapse()): the owner's pages
+ *   maps, is *collapsed* instead when both files have one owner (uid;
+ *   another owner's read must not empty the first reader's page cache:
+ *   DOC: Sharers and tenants) (btrfs_sf_collapse()): the owner's pages
  *   are copied into one new large folio, without I/O, and the owner's
  *   folios evicted; the owner reads them through the extent cache from
  *   then on, with large aliases like every other reader (DOC: btrfs large
@@ -970,6 +972,7 @@ struct btrfs_sf_batch {
 	 * covers them too (DOC: btrfs large aliases).
 	 */
 	pgoff_t req_first, req_last;
+	kuid_t reader_uid;	/* the owner of the file being read */
 	u32 domain;		/* the reader's, whose extent cache is used */
 	/* The first reader of an extent of this batch, for promotion. */
 	struct btrfs_inode *owner;
@@ -1313,6 +1316,13 @@ static unsigned int btrfs_sf_collapse(struct btrfs_fs_info *fs_info,
 	unsigned int order, n, i;
 	bool ok = false;
 
+	/*
+	 * Only between files of one owner: the first reader's folios leave
+	 * its page cache, which another owner's read must not do to it (DOC:
+	 * Sharers and tenants); across owners they are promoted in place.
+	 */
+	if (!uid_eq(owner->vfs_inode.i_uid, b->reader_uid))
+		return 0;
 	order = btrfs_sf_order(b, items, nr, max_order, true);
 	if (!order)
 		return 0;
@@ -2115,6 +2125,7 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 	b->wait = wait;
 	b->req_first = req_first;
 	b->req_last = req_last;
+	b->reader_uid = inode->vfs_inode.i_uid;
 	btrfs_lock_and_flush_ordered_range(inode, start, end, &cached_state);
 	nr = btrfs_sf_collect(inode, cache, first, last, b);
 	btrfs_sf_read_physical(inode, cache, b->items, nr, !wait, b);
