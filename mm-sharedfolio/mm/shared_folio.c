@@ -1506,6 +1506,21 @@ nomem:
 }
 
 /*
+ * A reference on @alias, just loaded by @xas under RCU, if it is still
+ * there (not being freed, not moved meanwhile).
+ */
+static bool sf_xas_try_get(struct xa_state *xas, struct folio *alias)
+{
+	if (!folio_try_get(alias))
+		return false;
+	if (unlikely(alias != xas_reload(xas))) {
+		folio_put(alias);
+		return false;
+	}
+	return true;
+}
+
+/*
  * Call @fn on each alias of @mapping in [@first, @last], locked, still in
  * @mapping and referenced; with @trylock, pass over an alias whose lock is
  * taken.  The walk takes references under RCU, a folio batch at a time,
@@ -1536,14 +1551,9 @@ sf_mapping_for_each_alias(struct address_space *mapping, pgoff_t first,
 		xas_for_each(&xas, alias, last) {
 			if (xas_retry(&xas, alias))
 				continue;
-			if (xa_is_value(alias) || !folio_is_sf_alias(alias))
+			if (xa_is_value(alias) || !folio_is_sf_alias(alias) ||
+			    !sf_xas_try_get(&xas, alias))
 				continue;
-			if (!folio_try_get(alias))
-				continue;
-			if (unlikely(alias != xas_reload(&xas))) {
-				folio_put(alias);
-				continue;
-			}
 			if (!folio_batch_add(&fbatch, alias)) {
 				xas_pause(&xas);
 				more = true;
@@ -1699,14 +1709,9 @@ static struct folio *sf_next_large_alias(struct address_space *mapping,
 	rcu_read_lock();
 	xas_for_each(&xas, alias, last) {
 		if (xas_retry(&xas, alias) || xa_is_value(alias) ||
-		    !folio_is_sf_alias(alias) || !folio_test_large(alias))
+		    !folio_is_sf_alias(alias) || !folio_test_large(alias) ||
+		    !sf_xas_try_get(&xas, alias))
 			continue;
-		if (!folio_try_get(alias))
-			continue;
-		if (unlikely(alias != xas_reload(&xas))) {
-			folio_put(alias);
-			continue;
-		}
 		*index = folio_next_index(alias);
 		rcu_read_unlock();
 		return alias;

@@ -816,6 +816,30 @@ static void sf_test_rmap_walks_aliases(struct kunit *test)
 }
 
 /*
+ * A locked, uptodate physical folio of order @order at @index of the cache,
+ * page i filled with @c + i, with a descriptor; movable, for migration.
+ */
+static struct folio *sf_test_physical_large(struct kunit *test, pgoff_t index,
+					    unsigned int order, int c)
+{
+	struct sf_test_ctx *ctx = test->priv;
+	struct folio *folio;
+	int i;
+
+	folio = filemap_alloc_folio(GFP_HIGHUSER_MOVABLE, order);
+	KUNIT_ASSERT_NOT_NULL(test, folio);
+	KUNIT_ASSERT_EQ(test, filemap_add_folio(ctx->cache->i_mapping, folio, index,
+						GFP_KERNEL), 0);
+	for (i = 0; i < 1 << order; i++)
+		memset(kmap_local_folio(folio, i * PAGE_SIZE), c + i, PAGE_SIZE);
+	folio_mark_uptodate(folio);
+	KUNIT_ASSERT_NOT_NULL(test, shared_folio_attach(folio, &ctx->stats, NULL,
+							GFP_KERNEL));
+	lru_add_drain();
+	return folio;
+}
+
+/*
  * Migrate @folio, on the LRU, to a new folio; our reference goes (migration
  * expects only the references it knows).
  */
@@ -856,16 +880,7 @@ static void sf_test_large_physical(struct kunit *test)
 	struct sf_test_ptes p;
 	int base, i;
 
-	folio = filemap_alloc_folio(GFP_HIGHUSER_MOVABLE, 2);
-	KUNIT_ASSERT_NOT_NULL(test, folio);
-	KUNIT_ASSERT_EQ(test, filemap_add_folio(ctx->cache->i_mapping, folio, 4,
-						GFP_KERNEL), 0);
-	for (i = 0; i < 4; i++)
-		memset(kmap_local_folio(folio, i * PAGE_SIZE), 0x40 + i, PAGE_SIZE);
-	folio_mark_uptodate(folio);
-	KUNIT_ASSERT_NOT_NULL(test, shared_folio_attach(folio, &ctx->stats, NULL,
-							GFP_KERNEL));
-	lru_add_drain();
+	folio = sf_test_physical_large(test, 4, 2, 0x40);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.folios), 1);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.pages), 4);
 	base = folio_ref_count(folio);
@@ -1013,16 +1028,7 @@ static void sf_test_large_alias(struct kunit *test)
 
 	buf = kunit_kmalloc(test, 4 * PAGE_SIZE, GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, buf);
-	folio = filemap_alloc_folio(GFP_HIGHUSER_MOVABLE, 3);
-	KUNIT_ASSERT_NOT_NULL(test, folio);
-	KUNIT_ASSERT_EQ(test, filemap_add_folio(ctx->cache->i_mapping, folio, 8,
-						GFP_KERNEL), 0);
-	for (i = 0; i < 8; i++)
-		memset(kmap_local_folio(folio, i * PAGE_SIZE), 0x50 + i, PAGE_SIZE);
-	folio_mark_uptodate(folio);
-	KUNIT_ASSERT_NOT_NULL(test, shared_folio_attach(folio, &ctx->stats, NULL,
-							GFP_KERNEL));
-	lru_add_drain();
+	folio = sf_test_physical_large(test, 8, 3, 0x50);
 	base = folio_ref_count(folio);
 
 	/* Pages 4-7 at file 0's index 4; the whole folio at file 1's 8. */
