@@ -120,10 +120,10 @@
  * order is bounded by how that difference is aligned: a snapshot or a
  * reflink at the same offset aligns as its extent does on disk.
  *
- * A file that any process maps gets order-0 aliases only, and so does a
- * reader with drop-behind on: a fault splits the large aliases of its
- * block into order-0 ones first (shared_folio_break(): a large alias is
- * never mapped).
+ * Read faults map them as they are (their populate installs them as a
+ * read does); a write fault, a write or any other lookup of one index
+ * splits them into order-0 aliases first.  A reader with drop-behind on
+ * gets order-0 aliases only.
  * /sys/fs/btrfs/<uuid>/shared_folio/large_aliases (default 1) turns them
  * off for reads that start afterwards.
  */
@@ -153,14 +153,16 @@
  *   the owner does not have are read into the extent cache.  An owner
  *   that is not in memory any more hands the record to the reader.
  * - A block of the extent cache that a large physical folio could fill,
- *   and that the owner caches whole in order-0 folios that no process
- *   maps, is *collapsed* instead when both files have one owner (uid;
+ *   and that the owner caches whole in order-0 folios that no VMA mlocks,
+ *   is *collapsed* instead when both files have one owner (uid;
  *   another owner's read must not empty the first reader's page cache:
  *   DOC: Sharers and tenants) (btrfs_sf_collapse()): the owner's pages
  *   are copied into one new large folio, without I/O, and the owner's
  *   folios evicted; the owner reads them through the extent cache from
  *   then on, with large aliases like every other reader (DOC: btrfs large
- *   aliases).  Promoted in place, they would stay order-0 physical folios
+ *   aliases).  The owner's PTEs of the block are zapped first: its
+ *   processes fault the pages again, minor faults that map the large
+ *   aliases.  Promoted in place, they would stay order-0 physical folios
  *   with an alias a page in every sharer.
  * - Every lock of the owner is try-locked (its invalidate lock,
  *   i_mmap_lock, folio and extent range: the reader holds its own extent
@@ -1252,7 +1254,7 @@ static unsigned int btrfs_sf_order(const struct btrfs_sf_batch *b,
 /*
  * Copy the owner's private folio at @pos into @page; false if it cannot be
  * had as it is on disk, or is mapped (its PTEs would stay on the private
- * copy: btrfs_sf_promote() moves such a folio instead).
+ * copy: the caller unmapped the block, and a fault mapped it again since).
  */
 static bool btrfs_sf_collapse_one(struct btrfs_inode *owner, u64 pos,
 				  struct page *page)
@@ -1287,13 +1289,42 @@ static bool btrfs_sf_collapse_one(struct btrfs_inode *owner, u64 pos,
 }
 
 /*
+ * Zap the owner's PTEs of the @n pages at @first before a collapse copies
+ * them (its processes fault them again through the extent cache, without
+ * I/O); false, and nothing zapped, if a VMA mlocks any of them (an mlock
+ * keeps its pages mapped: such a block is promoted in place) or the
+ * i_mmap lock is contended.  A VMA mlocked after the check loses its PTEs
+ * of the block as to a truncate, and faults them again.
+ */
+static bool btrfs_sf_collapse_unmap(struct address_space *mapping,
+				    pgoff_t first, unsigned int n)
+{
+	struct vm_area_struct *vma;
+	bool locked = false;
+
+	if (!i_mmap_trylock_read(mapping))
+		return false;
+	vma_interval_tree_foreach(vma, &mapping->i_mmap, first, first + n - 1) {
+		if (vma->vm_flags & VM_LOCKED) {
+			locked = true;
+			break;
+		}
+	}
+	i_mmap_unlock_read(mapping);
+	if (!locked)
+		unmap_mapping_pages(mapping, first, n, false);
+	return !locked;
+}
+
+/*
  * Promote a block of the owner's private folios by copying them into one
  * new large physical folio of the extent cache (DOC: btrfs lazy sharing):
  * promoting them in place would leave order-0 physical folios, and every
- * sharer an alias a page.  Only a block that the owner caches whole,
- * clean and unmapped, whose extent the owner still references there
- * (checked under its extent range lock, as btrfs_sf_promote() does).  The
- * copy is of data on disk, whatever the owner does to its folios
+ * sharer an alias a page.  Only a block that the owner caches whole and
+ * clean, that no VMA mlocks (its PTEs are zapped before the copy), and
+ * whose extent the owner still references there (checked under its extent
+ * range lock, as btrfs_sf_promote() does).  The copy is of data on disk,
+ * whatever the owner does to its folios
  * afterwards; those it does not map, dirty or lock then are evicted, so
  * that the data is cached once, and the owner reads it through the extent
  * cache from then on.  Called under fs_info->sf_promote_mutex.
@@ -1349,6 +1380,8 @@ static unsigned int btrfs_sf_collapse(struct btrfs_fs_info *fs_info,
 		     epos == items[0].cpos;
 		btrfs_free_extent_map(em);
 	}
+	if (ok && mapping_mapped(mapping))
+		ok = btrfs_sf_collapse_unmap(mapping, pos >> PAGE_SHIFT, n);
 	for (i = 0; ok && i < n; i++)
 		ok = btrfs_sf_collapse_one(owner, pos + ((u64)i << PAGE_SHIFT),
 					   folio_page(folio, i));
@@ -1429,7 +1462,7 @@ again:
 			return 1;
 		/* Another reader may have promoted it meanwhile. */
 		folio = filemap_get_folio(ec, ecidx);
-		/* A block of unmapped folios is copied into a large one. */
+		/* A block of clean folios is copied into a large one. */
 		n = 0;
 		if (IS_ERR(folio) && max_order)
 			n = btrfs_sf_collapse(fs_info, b, cache, items, nr, max_order);
@@ -2038,12 +2071,8 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 	struct address_space *mapping = inode->vfs_inode.i_mapping;
 	struct shared_folio_prealloc pa = { };
 	pgoff_t eof_index = DIV_ROUND_UP(i_size_read(&inode->vfs_inode), PAGE_SIZE);
-	/*
-	 * A file with a VMA gets order-0 aliases: its faults map them.  So
-	 * does a reader with drop-behind on, which evicts what it read.
-	 */
+	/* A reader with drop-behind on gets order-0 aliases: it evicts them. */
 	bool large = wait && READ_ONCE(fs_info->sf_large_aliases) &&
-		     !mapping_mapped(mapping) &&
 		     !shared_folio_drop_behind_enabled();
 	unsigned int i, j, n, order, order0_from = 0;
 
@@ -2175,7 +2204,7 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 	if (!count || pos >= isize || !btrfs_sf_inode_eligible(inode))
 		return;
 	/* As btrfs_sf_install() decides; a stale answer costs a lookup. */
-	large = READ_ONCE(fs_info->sf_large_aliases) && !mapping_mapped(mapping) &&
+	large = READ_ONCE(fs_info->sf_large_aliases) &&
 		!shared_folio_drop_behind_enabled();
 	first = pos >> PAGE_SHIFT;
 	eof = (isize - 1) >> PAGE_SHIFT;
@@ -2386,20 +2415,6 @@ static bool btrfs_sf_cached_page(struct btrfs_inode *inode, pgoff_t index)
 	return btrfs_sf_cached(inode->vfs_inode.i_mapping, index);
 }
 
-/* Is there a large alias at @index of @mapping?  Only compared. */
-static bool btrfs_sf_large_alias_at(struct address_space *mapping, pgoff_t index)
-{
-	struct folio *folio;
-	bool large;
-
-	rcu_read_lock();	/* an alias is freed after a grace period */
-	folio = xa_load(&mapping->i_pages, index);
-	large = folio && !xa_is_value(folio) && folio_is_sf_alias(folio) &&
-		folio_test_large(folio);
-	rcu_read_unlock();
-	return large;
-}
-
 /**
  * btrfs_sf_filemap_fault() - ->fault of btrfs files
  * @vmf: the fault
@@ -2422,14 +2437,6 @@ vm_fault_t btrfs_sf_filemap_fault(struct vm_fault *vmf)
 	loff_t pos = (loff_t)round_down(vmf->pgoff, 16) << PAGE_SHIFT;
 	struct file *fpin;
 
-	/*
-	 * A large alias is never mapped: it is split before the populate,
-	 * into the order-0 aliases the fault maps (DOC: btrfs large aliases).
-	 */
-	if (!(vmf->flags & FAULT_FLAG_RETRY_NOWAIT) &&
-	    btrfs_sf_large_alias_at(vma->vm_file->f_mapping, vmf->pgoff))
-		shared_folio_break(vma->vm_file->f_mapping, pos >> PAGE_SHIFT,
-				   (pos >> PAGE_SHIFT) + 15);
 	if ((vmf->flags & FAULT_FLAG_RETRY_NOWAIT) ||
 	    ((vmf->flags & FAULT_FLAG_WRITE) && (vma->vm_flags & VM_SHARED)) ||
 	    !btrfs_sf_fault_wants_populate(inode, vmf->pgoff))

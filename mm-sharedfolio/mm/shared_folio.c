@@ -159,10 +159,10 @@
  * - mapping an alias maps its page, never the folio's first one
  *   (finish_fault(), filemap_map_pages()), with a reference and a
  *   mapcount on the large folio, as a PTE-mapped large page-cache folio;
- * - the reverse map walks each alias's one page in its mapping: a large
- *   physical folio is never mapped by a range of one VMA through one
- *   alias, so page_vma_mapped_walk() stops after that page
- *   (vma_address_end()) instead of scanning on from the cache's index;
+ * - the reverse map walks each alias's pages in its mapping, one for an
+ *   order-0 alias: page_vma_mapped_walk() stops at the alias's end
+ *   (vma_address_end(), sf_vma_walk_end()) instead of scanning on from
+ *   the cache's index into pages that other aliases map;
  * - migration moves the folio whole, and each alias keeps its page's
  *   offset in it;
  * - reclaim detaches every alias of every page, then frees the folio; it
@@ -192,35 +192,42 @@
  * folio_nr_pages(), the page cache's reference a page, mapcounts of an
  * unmapped folio.  Its tail pages are never used as pages: page 1 keeps
  * the PFN where a tail keeps its compound head, and page arithmetic on an
- * alias would reach slab memory.  So only two paths ever use it whole:
+ * alias would reach slab memory.  So only these paths ever use it whole:
  *
  * - read() and splice, which take their data from the physical folio at
  *   the alias's offset in it (sf_folio_data(): filemap_read(),
  *   filemap_splice_read(); the pipe holds the physical pages, which
  *   page_cache_pipe_buf_try_steal() never steals);
+ * - read faults, which map the physical pages it describes, read-only
+ *   (fault-around, filemap_map_pages(), maps its pages in the window;
+ *   filemap_fault() hands it to finish_fault() as vmf->page, its own
+ *   head page, and finish_fault() maps the physical page at vmf->pgoff:
+ *   sf_alias_page_at());
+ * - the reverse map: a physical folio's walk in a sharer's VMA covers the
+ *   alias's pages and stops at its end (sf_folio_rmap_walk(), and
+ *   sf_vma_walk_end() in vma_address_end()), so every PTE is found once,
+ *   through the one alias that covers it;
  * - the page cache's own bookkeeping, which only needs the folio's size
  *   and index: removal (truncate, invalidation, the shrinker, reclaim
- *   of the physical folio), lookups that return it whole to those.
+ *   of the physical folio), lookups that return it whole to those.  A
+ *   removal unmaps its whole range first (sf_folio_mapped()).
  *
  * Every other lookup splits it first into order-0 aliases of the same
  * pages, as split_huge_page() splits a page-cache folio (sf_alias_split(),
  * counted in @breaks; where the order-0 aliases cannot be allocated, or
- * would pass max_sharing, it removes it whole): __filemap_get_folio() (so
- * a write, a fault, and a filesystem's own lookups of one index, such as
- * btrfs send or the compare of a dedupe, see order-0 aliases, which they
- * copy from or unshare as before; such a lookup may sleep even without
- * FGP_LOCK, and with FGP_NOWAIT fails with -EAGAIN instead, as a fault
- * that must not wait does), sf_alias_unshare() and
+ * would pass max_sharing, it removes it whole, unmapped): __filemap_get_folio()
+ * (so a write, a write fault, and a filesystem's own lookups of one index,
+ * such as btrfs send or the compare of a dedupe, see order-0 aliases,
+ * which they copy from or unshare as before; such a lookup may sleep even
+ * without FGP_LOCK, and with FGP_NOWAIT fails with -EAGAIN instead, as a
+ * fault that must not wait does), sf_alias_unshare() and
  * shared_folio_overwrite(), so that a write replaces only the aliases of
- * the pages it fills.
- * Fault-around passes over it (next_uptodate_folio()).  A large alias is
- * therefore never mapped: the reverse map of a physical folio walks its
- * first page only, and finds nothing there.  The filesystem installs large
- * aliases in a file that no process maps, and a fault splits them first
- * (shared_folio_break()); a file mapped after the read keeps them until
- * then.  fadvise(POSIX_FADV_DONTNEED) of part of a large alias keeps it
- * (invalidate_mapping_pages() passes over a folio that straddles the
- * range), and drop-behind keeps one that goes on past the read.
+ * the pages it fills.  A split leaves the PTEs as they are: each page's
+ * order-0 alias covers its PTEs from then on.  Not mapped by a PMD: an
+ * alias is at most 1 MiB today.  fadvise(POSIX_FADV_DONTNEED) of part of
+ * a large alias keeps it (invalidate_mapping_pages() passes over a folio
+ * that straddles the range), and drop-behind keeps one that goes on past
+ * the read.
  *
  * The @aliases gauge counts pages aliased, so that @bytes_saved stays
  * (aliases - pages) pages; @large_aliases counts large alias objects, and
@@ -1584,6 +1591,56 @@ sf_mapping_for_each_alias(struct address_space *mapping, pgoff_t first,
 	return done;
 }
 
+/*
+ * The next large alias of @mapping in [*@index, @last], referenced, with
+ * *@index moved past it; NULL when there is none.
+ */
+static struct folio *sf_next_large_alias(struct address_space *mapping,
+					 pgoff_t *index, pgoff_t last)
+{
+	XA_STATE(xas, &mapping->i_pages, *index);
+	struct folio *alias;
+
+	rcu_read_lock();
+	xas_for_each(&xas, alias, last) {
+		if (xas_retry(&xas, alias) || xa_is_value(alias) ||
+		    !folio_is_sf_alias(alias) || !folio_test_large(alias) ||
+		    !sf_xas_try_get(&xas, alias))
+			continue;
+		*index = folio_next_index(alias);
+		rcu_read_unlock();
+		return alias;
+	}
+	rcu_read_unlock();
+	return NULL;
+}
+
+/*
+ * Split the large aliases of [@first, @last] of @mapping into order-0
+ * aliases of the same pages (removed where that cannot be had), for
+ * shared_folio_overwrite(): a large alias that covers any index of the
+ * range is split whole.
+ *
+ * Context: process context, no folio lock held; sleeps (folio locks,
+ * allocations with @mapping's gfp mask).
+ * Return: how many large aliases were split or removed.
+ */
+static unsigned long sf_split_range(struct address_space *mapping,
+				    pgoff_t first, pgoff_t last)
+{
+	unsigned long done = 0;
+	struct folio *alias;
+
+	while (first <= last &&
+	       (alias = sf_next_large_alias(mapping, &first, last))) {
+		sf_alias_split(mapping, alias, mapping_gfp_mask(mapping));
+		done++;
+		if (!first)	/* wrapped past ULONG_MAX */
+			break;
+	}
+	return done;
+}
+
 /* Private folios for shared_folio_overwrite(), allocated before the locks. */
 struct sf_overwrite {
 	gfp_t gfp;
@@ -1619,7 +1676,7 @@ static bool sf_alias_overwrite(struct address_space *mapping,
 	unsigned int nr;
 
 	/*
-	 * Whole, where shared_folio_break() could not split it: the pages
+	 * Whole, where sf_split_range() could not split it: the pages
 	 * the write does not fill are read again.
 	 */
 	if (folio_test_large(alias)) {
@@ -1686,7 +1743,7 @@ unsigned long shared_folio_overwrite(struct address_space *mapping,
 	if (first > last)
 		return 0;
 	/* Only around the write: its large aliases become an alias a page. */
-	shared_folio_break(mapping, first, last);
+	sf_split_range(mapping, first, last);
 	done = sf_mapping_for_each_alias(mapping, first, last, false,
 					 sf_overwrite_prep, sf_alias_overwrite,
 					 &ow);
@@ -1695,63 +1752,6 @@ unsigned long shared_folio_overwrite(struct address_space *mapping,
 	return done;
 }
 EXPORT_SYMBOL_GPL(shared_folio_overwrite);
-
-/*
- * The next large alias of @mapping in [*@index, @last], referenced, with
- * *@index moved past it; NULL when there is none.
- */
-static struct folio *sf_next_large_alias(struct address_space *mapping,
-					 pgoff_t *index, pgoff_t last)
-{
-	XA_STATE(xas, &mapping->i_pages, *index);
-	struct folio *alias;
-
-	rcu_read_lock();
-	xas_for_each(&xas, alias, last) {
-		if (xas_retry(&xas, alias) || xa_is_value(alias) ||
-		    !folio_is_sf_alias(alias) || !folio_test_large(alias) ||
-		    !sf_xas_try_get(&xas, alias))
-			continue;
-		*index = folio_next_index(alias);
-		rcu_read_unlock();
-		return alias;
-	}
-	rcu_read_unlock();
-	return NULL;
-}
-
-/**
- * shared_folio_break() - split the large aliases of a range of a file
- * @mapping: the file's mapping
- * @first: first index
- * @last: last index; a large alias that covers any index of the range is
- *        split whole
- *
- * For a filesystem about to populate the range for a fault: a large alias
- * is never mapped (DOC: Large aliases).  Split into order-0 aliases of the
- * same pages (removed where that cannot be had, and then populated
- * again), it can be.
- *
- * Context: process context, no folio lock held; sleeps (folio locks,
- * allocations with @mapping's gfp mask).
- * Return: how many large aliases were split or removed.
- */
-unsigned long shared_folio_break(struct address_space *mapping, pgoff_t first,
-				 pgoff_t last)
-{
-	unsigned long done = 0;
-	struct folio *alias;
-
-	while (first <= last &&
-	       (alias = sf_next_large_alias(mapping, &first, last))) {
-		sf_alias_split(mapping, alias, mapping_gfp_mask(mapping));
-		done++;
-		if (!first)	/* wrapped past ULONG_MAX */
-			break;
-	}
-	return done;
-}
-EXPORT_SYMBOL_GPL(shared_folio_break);
 
 /* ==================== drop-behind ==================== */
 
@@ -1880,7 +1880,9 @@ void sf_folio_rmap_walk(struct folio *folio, struct rmap_walk_control *rwc,
 			alias = sf_alias_to_folio(a);
 			VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(alias), alias);
 			if (!rmap_walk_file_mapping(folio, alias->mapping,
-						    alias->index, 1, rwc, false))
+						    alias->index,
+						    folio_nr_pages(alias), rwc,
+						    false))
 				return;
 		}
 		return;
@@ -1911,12 +1913,49 @@ void sf_folio_rmap_walk(struct folio *folio, struct rmap_walk_control *rwc,
 		mapping = alias->mapping;
 		if (mapping)
 			more = rmap_walk_file_mapping(folio, mapping, alias->index,
-						      1, rwc, false);
+						      folio_nr_pages(alias), rwc,
+						      false);
 		folio_unlock(alias);
 		folio_put(alias);
 		if (!more)
 			return;
 	}
+}
+
+/**
+ * sf_vma_walk_end() - where a reverse-map walk of a physical folio ends
+ * @vma: the VMA walked, of a file that maps the folio through its aliases
+ * @address: the walk's current address in @vma
+ *
+ * A page_vma_mapped_walk() of a physical folio in a sharer's VMA starts
+ * where one alias maps it (sf_folio_rmap_walk()) and covers that alias's
+ * pages and no other's: neighbouring pages of the same physical folio may
+ * be mapped there through other aliases, whose own walks find them.  The
+ * alias at @address's index in the VMA's file says how far: to the end of
+ * a large alias, else one page.  The walk holds the alias's lock
+ * (sf_folio_rmap_walk(), or every alias's for rmap_walk_locked()), so the
+ * alias there is the walk's and cannot be split or removed meanwhile; its
+ * memory is freed after a grace period, so looking under RCU is safe
+ * whatever it finds.
+ *
+ * Return: the first address past the walk, at most @vma's end.
+ */
+unsigned long sf_vma_walk_end(struct vm_area_struct *vma, unsigned long address)
+{
+	unsigned long end = address + PAGE_SIZE;
+	struct folio *alias;
+	pgoff_t index;
+
+	if (!vma->vm_file)
+		return end;
+	index = linear_page_index(vma, address);
+	rcu_read_lock();
+	alias = xa_load(&vma->vm_file->f_mapping->i_pages, index);
+	if (alias && !xa_is_value(alias) && folio_is_sf_alias(alias) &&
+	    folio_test_large(alias) && folio_contains(alias, index))
+		end += (folio_next_index(alias) - 1 - index) << PAGE_SHIFT;
+	rcu_read_unlock();
+	return min(end, vma->vm_end);
 }
 
 /**

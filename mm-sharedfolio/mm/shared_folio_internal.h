@@ -31,7 +31,8 @@ bool sf_alias_maybe_mapped(struct folio *alias);
 static inline bool sf_alias_past_eof(struct address_space *mapping,
 				     const struct folio *alias)
 {
-	return ((loff_t)alias->index << PAGE_SHIFT) + PAGE_SIZE >
+	/* A large alias: any of its pages. */
+	return (loff_t)folio_next_index(alias) << PAGE_SHIFT >
 	       i_size_read(mapping->host);
 }
 
@@ -51,6 +52,7 @@ bool rmap_walk_file_mapping(struct folio *folio, struct address_space *mapping,
 			    pgoff_t pgoff_start, unsigned long nr_pages,
 			    struct rmap_walk_control *rwc, bool locked);
 vm_fault_t sf_folio_wp_fault(struct vm_fault *vmf, struct folio *folio);
+unsigned long sf_vma_walk_end(struct vm_area_struct *vma, unsigned long address);
 
 #ifdef CONFIG_SHARED_FOLIO
 
@@ -199,6 +201,16 @@ static inline struct page *sf_alias_page(const struct folio *alias)
 }
 
 /*
+ * The physical page at @index of the file, which @alias covers: for an
+ * order-0 alias, sf_alias_page(); for a large one, its page there.
+ */
+static inline struct page *sf_alias_page_at(const struct folio *alias,
+					    pgoff_t index)
+{
+	return nth_page(sf_alias_page(alias), index - alias->index);
+}
+
+/*
  * The folio that holds @folio's data, for code that takes pages of it or
  * offsets past its first page (copy_folio_to_iter(), splice): @folio
  * itself, but for a large alias, its physical folio.  *@offset is where
@@ -274,6 +286,12 @@ static inline struct folio *sf_alias_physical(const struct folio *alias)
 }
 
 static inline struct page *sf_alias_page(const struct folio *alias)
+{
+	return NULL;
+}
+
+static inline struct page *sf_alias_page_at(const struct folio *alias,
+					    pgoff_t index)
 {
 	return NULL;
 }

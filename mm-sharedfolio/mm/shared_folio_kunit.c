@@ -1009,9 +1009,9 @@ static ssize_t sf_test_read(struct kunit *test, int i, loff_t pos, void *buf,
  * A large alias (DOC: Large aliases): one object and one multi-index entry
  * for an aligned run of a large physical folio's pages; page_to_pfn() and
  * page_folio() of it are right; read() copies each page's own bytes,
- * across pages and from the middle of one; any other lookup, a fault
- * included, splits it into order-0 aliases of the same pages, and never
- * maps it; a lookup that must not wait leaves it; a busy range refuses it;
+ * across pages and from the middle of one; a lookup of one index splits
+ * it into order-0 aliases of the same pages (sf_test_large_alias_mapped()
+ * maps one); a lookup that must not wait leaves it; a busy range refuses it;
  * migration retargets it; eviction and the extent cache's truncate remove
  * it.
  */
@@ -1022,7 +1022,7 @@ static void sf_test_large_alias(struct kunit *test)
 	struct address_space *map1 = sf_test_map(test, 1);
 	struct address_space *map2 = sf_test_map(test, 2);
 	struct folio *folio, *alias, *new;
-	unsigned long addr, pfn0;
+	unsigned long pfn0;
 	char *buf;
 	int base, i;
 
@@ -1110,23 +1110,6 @@ static void sf_test_large_alias(struct kunit *test)
 	truncate_inode_pages(map0, 0);
 	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 2);
 
-	/* So does a fault, which then maps the page, never the large alias. */
-	folio_lock(folio);
-	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, folio_page(folio, 4),
-							   2, map0, 4, NULL,
-							   GFP_KERNEL), 0);
-	folio_unlock(folio);
-	addr = sf_test_mmap_file(test, 0, &sf_test_fops, MAP_PRIVATE);
-	KUNIT_EXPECT_EQ(test, sf_test_touch(addr + 6 * PAGE_SIZE), 0x56);
-	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.breaks), 2);
-	KUNIT_EXPECT_EQ(test, map0->nrpages, 4);
-	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.large_aliases), 1);
-	KUNIT_EXPECT_TRUE(test, folio_mapped(folio));
-	vm_munmap(addr, SF_TEST_PAGES << PAGE_SHIFT);
-	flush_delayed_fput();
-	KUNIT_EXPECT_FALSE(test, folio_mapped(folio));
-	truncate_inode_pages(map0, 0);
-
 	/* Migration retargets it to the new folio. */
 	pfn0 = folio_pfn(folio);
 	sf_test_migrate(test, folio);
@@ -1168,6 +1151,136 @@ static void sf_test_large_alias(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.aliases), 0);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.large_aliases), 0);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.folios), 0);
+}
+
+/* Does @p hold @addr exactly once? */
+static bool sf_test_walk_has(const struct sf_test_ptes *p, unsigned long addr)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < p->nr; i++)
+		n += p->addr[i] == addr;
+	return n == 1;
+}
+
+/*
+ * A mapped large alias (DOC: Large aliases): fault-around maps the pages
+ * of the alias in its window, and a fault without it maps the page at its
+ * own index, both without splitting it; each PTE maps its own physical
+ * page.  The reverse map finds every PTE once, through the one alias that
+ * covers it, next to an order-0 alias of the same folio in another file
+ * (a walk bounded by the folio would scan on from each alias and count
+ * neighbours again; one bounded by a page would miss all but the first).
+ * try_to_unmap() reaches every PTE; a split leaves them mapped and
+ * walkable through the order-0 aliases; migration moves the PTEs to the
+ * new folio; truncate zaps the file's PTEs before the alias goes.
+ */
+static void sf_test_large_alias_mapped(struct kunit *test)
+{
+	struct sf_test_ctx *ctx = test->priv;
+	struct address_space *map0 = sf_test_map(test, 0);
+	struct address_space *map1 = sf_test_map(test, 1);
+	struct address_space *map2 = sf_test_map(test, 2);
+	struct folio *folio, *alias, *new;
+	unsigned long a0, a1, a2, pfn0;
+	struct sf_test_ptes p;
+	int i;
+
+	folio = sf_test_physical_large(test, 8, 3, 0x50);
+	/* Pages 4-7 at file 0's 4; the whole folio at file 1's 8; page 1 at 2's 1. */
+	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, folio_page(folio, 4),
+							   2, map0, 4, NULL,
+							   GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, folio_page(folio, 0),
+							   3, map1, 8, NULL,
+							   GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, folio_page(folio, 1),
+						     map2, 1, NULL, GFP_KERNEL), 0);
+	folio_unlock(folio);
+	a0 = sf_test_mmap_file(test, 0, &sf_test_fops, MAP_PRIVATE);
+	a1 = sf_test_mmap_file(test, 1, &sf_test_fops_nomap, MAP_PRIVATE);
+	a2 = sf_test_mmap_file(test, 2, &sf_test_fops, MAP_SHARED);
+
+	/* Fault-around maps pages 4-7 of file 0; each is its own page. */
+	KUNIT_EXPECT_EQ(test, sf_test_touch(a0 + 6 * PAGE_SIZE), 0x56);
+	KUNIT_EXPECT_EQ(test, folio_mapcount(folio), 4);
+	for (i = 4; i < 8; i++)
+		KUNIT_EXPECT_EQ(test, sf_test_touch(a0 + i * PAGE_SIZE), 0x50 + i);
+	KUNIT_EXPECT_EQ(test, folio_mapcount(folio), 4);
+	/* A fault without fault-around maps its own page of the alias. */
+	KUNIT_EXPECT_EQ(test, sf_test_touch(a1 + 9 * PAGE_SIZE), 0x51);
+	KUNIT_EXPECT_EQ(test, sf_test_touch(a1 + 14 * PAGE_SIZE), 0x56);
+	KUNIT_EXPECT_EQ(test, sf_test_touch(a2 + 1 * PAGE_SIZE), 0x51);
+	KUNIT_EXPECT_EQ(test, folio_mapcount(folio), 7);
+	/* Neither was split. */
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.breaks), 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.large_aliases), 2);
+	KUNIT_EXPECT_EQ(test, map0->nrpages, 4);
+	KUNIT_EXPECT_EQ(test, map1->nrpages, 8);
+	alias = xa_load(&map0->i_pages, 4);
+	KUNIT_EXPECT_FALSE(test, folio_mapped(alias));
+	KUNIT_EXPECT_EQ(test, folio_ref_count(alias), 4);
+
+	/* Every PTE once, through the alias that covers it. */
+	p = sf_test_walk(folio);
+	KUNIT_EXPECT_EQ(test, p.nr, 7);
+	for (i = 4; i < 8; i++)
+		KUNIT_EXPECT_TRUE(test, sf_test_walk_has(&p, a0 + i * PAGE_SIZE));
+	KUNIT_EXPECT_TRUE(test, sf_test_walk_has(&p, a1 + 9 * PAGE_SIZE));
+	KUNIT_EXPECT_TRUE(test, sf_test_walk_has(&p, a1 + 14 * PAGE_SIZE));
+	KUNIT_EXPECT_TRUE(test, sf_test_walk_has(&p, a2 + 1 * PAGE_SIZE));
+
+	/* try_to_unmap() reaches them all; the faults map them again. */
+	folio_lock(folio);
+	try_to_unmap(folio, 0);
+	folio_unlock(folio);
+	KUNIT_EXPECT_FALSE(test, folio_mapped(folio));
+	KUNIT_EXPECT_EQ(test, sf_test_touch(a0 + 4 * PAGE_SIZE), 0x54);
+	KUNIT_EXPECT_EQ(test, sf_test_touch(a1 + 9 * PAGE_SIZE), 0x51);
+	KUNIT_EXPECT_EQ(test, sf_test_touch(a1 + 14 * PAGE_SIZE), 0x56);
+	KUNIT_EXPECT_EQ(test, folio_mapcount(folio), 6);
+
+	/* Migration moves every PTE to the new folio, page for page. */
+	pfn0 = folio_pfn(folio);
+	sf_test_migrate(test, folio);	/* our reference goes */
+	alias = xa_load(&map1->i_pages, 8);
+	KUNIT_ASSERT_TRUE(test, alias && folio_is_sf_alias(alias));
+	new = sf_alias_physical(alias);
+	KUNIT_EXPECT_NE(test, folio_pfn(new), pfn0);
+	KUNIT_EXPECT_EQ(test, folio_mapcount(new), 6);
+	p = sf_test_walk(new);
+	KUNIT_EXPECT_EQ(test, p.nr, 6);
+	KUNIT_EXPECT_TRUE(test, sf_test_walk_has(&p, a1 + 14 * PAGE_SIZE));
+	for (i = 4; i < 8; i++)
+		KUNIT_EXPECT_EQ(test, sf_test_touch(a0 + i * PAGE_SIZE), 0x50 + i);
+	KUNIT_EXPECT_EQ(test, folio_mapcount(new), 6);
+
+	/* A split leaves the PTEs, now found through order-0 aliases. */
+	alias = filemap_get_folio(map0, 5);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(alias));
+	KUNIT_EXPECT_FALSE(test, folio_test_large(alias));
+	folio_put(alias);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.breaks), 1);
+	KUNIT_EXPECT_EQ(test, folio_mapcount(new), 6);
+	p = sf_test_walk(new);
+	KUNIT_EXPECT_EQ(test, p.nr, 6);
+	for (i = 4; i < 8; i++)
+		KUNIT_EXPECT_TRUE(test, sf_test_walk_has(&p, a0 + i * PAGE_SIZE));
+
+	/* Truncating file 1 zaps its two PTEs before its alias goes. */
+	truncate_inode_pages(map1, 0);
+	KUNIT_EXPECT_EQ(test, folio_mapcount(new), 4);
+	KUNIT_EXPECT_EQ(test, map1->nrpages, 0);
+
+	vm_munmap(a0, SF_TEST_PAGES << PAGE_SHIFT);
+	vm_munmap(a1, SF_TEST_PAGES << PAGE_SHIFT);
+	vm_munmap(a2, SF_TEST_PAGES << PAGE_SHIFT);
+	flush_delayed_fput();
+	KUNIT_EXPECT_FALSE(test, folio_mapped(new));
+	truncate_inode_pages(ctx->cache->i_mapping, 0);
+	KUNIT_EXPECT_EQ(test, map0->nrpages, 0);
+	KUNIT_EXPECT_EQ(test, map2->nrpages, 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.aliases), 0);
 }
 
 /*
@@ -1256,6 +1369,7 @@ static struct kunit_case shared_folio_test_cases[] = {
 	KUNIT_CASE(sf_test_promote_in_place),
 	KUNIT_CASE(sf_test_large_physical),
 	KUNIT_CASE(sf_test_large_alias),
+	KUNIT_CASE(sf_test_large_alias_mapped),
 	{}
 };
 

@@ -200,8 +200,6 @@ unsigned long shared_folio_drop_behind(struct address_space *mapping,
 unsigned long shared_folio_detach_mapping(struct address_space *mapping);
 unsigned long shared_folio_overwrite(struct address_space *mapping,
 				     pgoff_t first, pgoff_t last, gfp_t gfp);
-unsigned long shared_folio_break(struct address_space *mapping, pgoff_t first,
-				 pgoff_t last);
 
 DECLARE_STATIC_KEY_FALSE(shared_folio_drop_behind_key);
 
