@@ -153,17 +153,19 @@
  *   the owner does not have are read into the extent cache.  An owner
  *   that is not in memory any more hands the record to the reader.
  * - A block of the extent cache that a large physical folio could fill,
- *   and that the owner caches whole in order-0 folios that no VMA mlocks,
- *   is *collapsed* instead when both files have one owner (uid;
+ *   and that the owner caches whole in order-0 folios that no VMA mlocks
+ *   or maps from another memcg, is *collapsed* instead when both files have one owner (uid;
  *   another owner's read must not empty the first reader's page cache:
  *   DOC: Sharers and tenants) (btrfs_sf_collapse()): the owner's pages
  *   are copied into one new large folio, without I/O, and the owner's
  *   folios evicted; the owner reads them through the extent cache from
  *   then on, with large aliases like every other reader (DOC: btrfs large
- *   aliases).  The owner's PTEs of the block are zapped first: its
- *   processes fault the pages again, minor faults that map the large
- *   aliases.  Promoted in place, they would stay order-0 physical folios
- *   with an alias a page in every sharer.
+ *   aliases).  The owner's PTEs of the block are zapped first, if every
+ *   process that maps it is in the reader's memcg: its processes fault
+ *   the pages again (without I/O; btrfs's fault handler counts them as
+ *   major faults, as it populates with the mmap lock dropped), mapping
+ *   the large aliases.  Promoted in place, they would stay order-0
+ *   physical folios with an alias a page in every sharer.
  * - Every lock of the owner is try-locked (its invalidate lock,
  *   i_mmap_lock, folio and extent range: the reader holds its own extent
  *   range lock, and the owner may be promoting from the reader); a busy
@@ -1289,31 +1291,59 @@ static bool btrfs_sf_collapse_one(struct btrfs_inode *owner, u64 pos,
 }
 
 /*
- * Zap the owner's PTEs of the @n pages at @first before a collapse copies
- * them (its processes fault them again through the extent cache, without
- * I/O); false, and nothing zapped, if a VMA mlocks any of them (an mlock
- * keeps its pages mapped: such a block is promoted in place) or the
- * i_mmap lock is contended.  A VMA mlocked after the check loses its PTEs
- * of the block as to a truncate, and faults them again.
+ * May the @n pages at @first of the owner's @mapping be collapsed (DOC:
+ * btrfs lazy sharing)?  Asked before anything is allocated or locked, and
+ * again by the copy under each folio's lock: every page cached, order 0,
+ * clean, uptodate, not mlocked or pinned (a lockless look: a page that
+ * changes meanwhile fails the copy), and, if the range is mapped, no VMA
+ * over it that mlocks it (an mlock keeps its pages mapped: such a block
+ * is promoted in place) or whose process is in a memcg other than the
+ * reader's (the collapse zaps its PTEs, evicts folios that memcg may be
+ * charged for, and charges the copy to the reader's).  False too if the
+ * i_mmap lock is contended.
  */
-static bool btrfs_sf_collapse_unmap(struct address_space *mapping,
-				    pgoff_t first, unsigned int n)
+static bool btrfs_sf_collapse_ok(struct address_space *mapping, pgoff_t first,
+				 unsigned int n)
 {
+	XA_STATE(xas, &mapping->i_pages, first);
 	struct vm_area_struct *vma;
-	bool locked = false;
+	struct mem_cgroup *memcg;
+	struct folio *folio;
+	unsigned int seen = 0;
+	bool ok = true;
 
-	if (!i_mmap_trylock_read(mapping))
-		return false;
-	vma_interval_tree_foreach(vma, &mapping->i_mmap, first, first + n - 1) {
-		if (vma->vm_flags & VM_LOCKED) {
-			locked = true;
+	rcu_read_lock();
+	xas_for_each(&xas, folio, first + n - 1) {
+		if (xas_retry(&xas, folio))
+			continue;
+		if (xa_is_value(folio) || folio_is_sf_alias(folio) ||
+		    folio_test_large(folio) || !folio_test_uptodate(folio) ||
+		    folio_test_dirty(folio) || folio_test_writeback(folio) ||
+		    folio_test_mlocked(folio) || folio_maybe_dma_pinned(folio)) {
+			ok = false;
 			break;
 		}
+		seen++;
 	}
+	rcu_read_unlock();
+	if (!ok || seen != n)
+		return false;
+	if (!mapping_mapped(mapping))
+		return true;
+	if (!i_mmap_trylock_read(mapping))
+		return false;
+	memcg = get_mem_cgroup_from_current();
+	vma_interval_tree_foreach(vma, &mapping->i_mmap, first, first + n - 1) {
+		struct mem_cgroup *other = get_mem_cgroup_from_mm(vma->vm_mm);
+
+		ok = !(vma->vm_flags & VM_LOCKED) && other == memcg;
+		mem_cgroup_put(other);
+		if (!ok)
+			break;
+	}
+	mem_cgroup_put(memcg);
 	i_mmap_unlock_read(mapping);
-	if (!locked)
-		unmap_mapping_pages(mapping, first, n, false);
-	return !locked;
+	return ok;
 }
 
 /*
@@ -1321,9 +1351,10 @@ static bool btrfs_sf_collapse_unmap(struct address_space *mapping,
  * new large physical folio of the extent cache (DOC: btrfs lazy sharing):
  * promoting them in place would leave order-0 physical folios, and every
  * sharer an alias a page.  Only a block that the owner caches whole and
- * clean, that no VMA mlocks (its PTEs are zapped before the copy), and
- * whose extent the owner still references there (checked under its extent
- * range lock, as btrfs_sf_promote() does).  The copy is of data on disk,
+ * clean, that no VMA mlocks or maps from another memcg (its PTEs are
+ * zapped before the copy: btrfs_sf_collapse_ok()), and whose extent the
+ * owner still references there (checked under its extent range lock, as
+ * btrfs_sf_promote() does).  The copy is of data on disk,
  * whatever the owner does to its folios
  * afterwards; those it does not map, dirty or lock then are evicted, so
  * that the data is cached once, and the owner reads it through the extent
@@ -1359,6 +1390,8 @@ static unsigned int btrfs_sf_collapse(struct btrfs_fs_info *fs_info,
 		return 0;
 	n = 1U << order;
 	end = pos + ((u64)n << PAGE_SHIFT) - 1;
+	if (!btrfs_sf_collapse_ok(mapping, pos >> PAGE_SHIFT, n))
+		return 0;
 	folio = filemap_alloc_folio(readahead_gfp_mask(ec), order);
 	if (!folio)
 		return 0;
@@ -1380,8 +1413,15 @@ static unsigned int btrfs_sf_collapse(struct btrfs_fs_info *fs_info,
 		     epos == items[0].cpos;
 		btrfs_free_extent_map(em);
 	}
+	/*
+	 * The owner's PTEs of the block go first (page-cache PTEs only:
+	 * private COW copies stay); its processes fault the pages again
+	 * through the extent cache, without I/O.  unmap_mapping_pages()
+	 * waits for the i_mmap lock, the one lock of the owner not
+	 * try-locked here: its writers (VMA changes) take no lock of ours.
+	 */
 	if (ok && mapping_mapped(mapping))
-		ok = btrfs_sf_collapse_unmap(mapping, pos >> PAGE_SHIFT, n);
+		unmap_mapping_pages(mapping, pos >> PAGE_SHIFT, n, false);
 	for (i = 0; ok && i < n; i++)
 		ok = btrfs_sf_collapse_one(owner, pos + ((u64)i << PAGE_SHIFT),
 					   folio_page(folio, i));
@@ -2068,7 +2108,6 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 			     bool wait, struct btrfs_sf_batch *b)
 {
 	struct btrfs_fs_info *fs_info = inode->root->fs_info;
-	struct address_space *mapping = inode->vfs_inode.i_mapping;
 	struct shared_folio_prealloc pa = { };
 	pgoff_t eof_index = DIV_ROUND_UP(i_size_read(&inode->vfs_inode), PAGE_SIZE);
 	/* A reader with drop-behind on gets order-0 aliases: it evicts them. */

@@ -1339,7 +1339,7 @@ static void sf_alias_break(struct address_space *mapping, struct folio *alias)
 	struct shared_folio_stats *stats;
 
 	stats = sf_alias_descriptor(folio_sf_alias(alias))->stats;
-	/* Never mapped (DOC: Large aliases), but the rule is the same. */
+	/* Its pages go from every process that maps them through it. */
 	if (sf_alias_maybe_mapped(alias))
 		unmap_mapping_folio(alias);
 	trace_shared_folio_reclaim(mapping, alias->index, folio_pfn(alias),
@@ -1356,8 +1356,8 @@ static void sf_alias_break(struct address_space *mapping, struct folio *alias)
  * splits a page-cache folio, one xarray split and a store a page, under
  * the xa_lock.  The order-0 aliases are allocated, charged to the caller,
  * before any lock; the physical folio is locked first, as for any alias
- * added, then @alias.  Where the split cannot be had (no memory,
- * max_sharing) @alias is removed whole (sf_alias_break()).  Either way it
+ * added, then @alias.  Where the split cannot be had (no memory) @alias
+ * is removed whole (sf_alias_break()), unmapped first.  Either way it
  * is counted as a break.  @alias's reference is consumed.
  *
  * Context: process context, no folio lock held; sleeps.
@@ -1395,9 +1395,12 @@ static void sf_alias_split(struct address_space *mapping, struct folio *alias,
 	}
 	sf = sf_alias_descriptor(folio_sf_alias(alias));
 	index = alias->index;
-	if (i == nr && !xas_error(&xas) &&
-	    READ_ONCE(sf->nr_aliases) + nr - 1 <=
-	    READ_ONCE(max_sharing) * folio_nr_pages(folio)) {
+	/*
+	 * Not bounded by max_sharing: the split adds objects to walk, but no
+	 * PTE, and a removal would zap the alias's pages in every process
+	 * that maps them, for one page's lookup.
+	 */
+	if (i == nr && !xas_error(&xas)) {
 		for (i = 0; i < nr; i++)
 			sf_alias_init(small[i], folio, sf_alias_page(alias) + i, 0,
 				      sf, mapping, index + i);
@@ -1827,13 +1830,19 @@ bool sf_alias_maybe_mapped(struct folio *alias)
 	if (!folio_mapped(folio))
 		return false;
 	/*
-	 * A page of a large folio keeps its own mapcount, as in 6.12; a
-	 * large alias asks the folio as a whole.
+	 * A page of a large folio keeps its own mapcount, as in 6.12: none
+	 * of the alias's pages mapped anywhere (and no PMD), none here.
 	 */
-	if (folio_test_large(folio) && !folio_test_large(alias) &&
-	    atomic_read(&sf_alias_page(alias)->_mapcount) < 0 &&
-	    !folio_entire_mapcount(folio))
-		return false;
+	if (folio_test_large(folio) && !folio_entire_mapcount(folio)) {
+		long i, nr = folio_nr_pages(alias);
+		struct page *page = sf_alias_page(alias);
+
+		for (i = 0; i < nr; i++)
+			if (atomic_read(&nth_page(page, i)->_mapcount) >= 0)
+				break;
+		if (i == nr)
+			return false;
+	}
 	if (!mapping || !i_mmap_trylock_read(mapping))
 		return true;
 	mapped = vma_interval_tree_iter_first(&mapping->i_mmap, alias->index,
@@ -1932,11 +1941,18 @@ void sf_folio_rmap_walk(struct folio *folio, struct rmap_walk_control *rwc,
  * pages and no other's: neighbouring pages of the same physical folio may
  * be mapped there through other aliases, whose own walks find them.  The
  * alias at @address's index in the VMA's file says how far: to the end of
- * a large alias, else one page.  The walk holds the alias's lock
- * (sf_folio_rmap_walk(), or every alias's for rmap_walk_locked()), so the
- * alias there is the walk's and cannot be split or removed meanwhile; its
- * memory is freed after a grace period, so looking under RCU is safe
- * whatever it finds.
+ * a large alias, else one page.  A walk from sf_folio_rmap_walk() holds
+ * the alias's lock (or every alias's, for rmap_walk_locked()), so the
+ * alias there is the walk's and cannot be split or removed meanwhile.  A
+ * direct walk (uprobes' __replace_page()) holds only the physical folio's
+ * lock, which a split also takes, so it sees the alias before or after a
+ * split, never during one; a removal zaps the range under the alias's
+ * lock, so a walk bounded by a removed alias finds nothing more than one
+ * of a large page-cache folio being truncated would.  An alias's memory
+ * is freed after a grace period: looking under RCU is safe whatever it
+ * finds.  (Carrying the alias's range in the walk would avoid the
+ * lookup, at the price of a field in struct page_vma_mapped_walk, which
+ * every rmap user includes.)
  *
  * Return: the first address past the walk, at most @vma's end.
  */

@@ -32,7 +32,7 @@ static inline bool sf_alias_past_eof(struct address_space *mapping,
 				     const struct folio *alias)
 {
 	/* A large alias: any of its pages. */
-	return (loff_t)folio_next_index(alias) << PAGE_SHIFT >
+	return (loff_t)(alias->index + folio_nr_pages(alias)) << PAGE_SHIFT >
 	       i_size_read(mapping->host);
 }
 

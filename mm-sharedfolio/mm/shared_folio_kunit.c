@@ -1167,8 +1167,9 @@ static bool sf_test_walk_has(const struct sf_test_ptes *p, unsigned long addr)
  * A mapped large alias (DOC: Large aliases): fault-around maps the pages
  * of the alias in its window, and a fault without it maps the page at its
  * own index, both without splitting it; each PTE maps its own physical
- * page.  The reverse map finds every PTE once, through the one alias that
- * covers it, next to an order-0 alias of the same folio in another file
+ * page.  An alias none of whose pages is mapped is not "maybe mapped",
+ * though its file has a VMA and the folio's other pages are mapped.  The
+ * reverse map finds every PTE once, through the one alias that covers it, next to an order-0 alias of the same folio in another file
  * (a walk bounded by the folio would scan on from each alias and count
  * neighbours again; one bounded by a page would miss all but the first).
  * try_to_unmap() reaches every PTE; a split leaves them mapped and
@@ -1201,14 +1202,26 @@ static void sf_test_large_alias_mapped(struct kunit *test)
 	a1 = sf_test_mmap_file(test, 1, &sf_test_fops_nomap, MAP_PRIVATE);
 	a2 = sf_test_mmap_file(test, 2, &sf_test_fops, MAP_SHARED);
 
-	/* Fault-around maps pages 4-7 of file 0; each is its own page. */
-	KUNIT_EXPECT_EQ(test, sf_test_touch(a0 + 6 * PAGE_SIZE), 0x56);
-	KUNIT_EXPECT_EQ(test, folio_mapcount(folio), 4);
-	for (i = 4; i < 8; i++)
-		KUNIT_EXPECT_EQ(test, sf_test_touch(a0 + i * PAGE_SIZE), 0x50 + i);
-	KUNIT_EXPECT_EQ(test, folio_mapcount(folio), 4);
 	/* A fault without fault-around maps its own page of the alias. */
 	KUNIT_EXPECT_EQ(test, sf_test_touch(a1 + 9 * PAGE_SIZE), 0x51);
+	KUNIT_EXPECT_EQ(test, folio_mapcount(folio), 1);
+	/*
+	 * File 0's alias is not mapped, though its file has a VMA over it
+	 * and another page of the folio is mapped: the shrinker may take it.
+	 */
+	alias = xa_load(&map0->i_pages, 4);
+	folio_lock(alias);
+	KUNIT_EXPECT_FALSE(test, sf_alias_maybe_mapped(alias));
+	folio_unlock(alias);
+	/* Fault-around maps pages 4-7 of file 0; each is its own page. */
+	KUNIT_EXPECT_EQ(test, sf_test_touch(a0 + 6 * PAGE_SIZE), 0x56);
+	KUNIT_EXPECT_EQ(test, folio_mapcount(folio), 5);
+	for (i = 4; i < 8; i++)
+		KUNIT_EXPECT_EQ(test, sf_test_touch(a0 + i * PAGE_SIZE), 0x50 + i);
+	KUNIT_EXPECT_EQ(test, folio_mapcount(folio), 5);
+	folio_lock(alias);
+	KUNIT_EXPECT_TRUE(test, sf_alias_maybe_mapped(alias));
+	folio_unlock(alias);
 	KUNIT_EXPECT_EQ(test, sf_test_touch(a1 + 14 * PAGE_SIZE), 0x56);
 	KUNIT_EXPECT_EQ(test, sf_test_touch(a2 + 1 * PAGE_SIZE), 0x51);
 	KUNIT_EXPECT_EQ(test, folio_mapcount(folio), 7);
