@@ -387,22 +387,30 @@ def for_each_inode(prog, fs_info):
         yield inode
 
 
-def inode_cache(prog, inode):
+def inode_cache(prog, inode, pages=False):
     """Yield a CacheEntry per page-cache entry of an inode (an alias whose
-    PFN has no readable struct page has physical None)."""
+    PFN has no readable struct page has physical None).  With pages, one
+    per page: a large alias (DOC: Large aliases) or a large private folio
+    yields each of its pages, at its own index and PFN, with the same
+    folio."""
     for index, entry in xa_for_each(inode.i_mapping.i_pages.address_of_()):
         if xa_is_value(entry):
             yield CacheEntry(index, "shadow", None, None, None)
             continue
         folio = cast("struct folio *", entry)
         if is_alias(prog, folio):
+            a = sf_alias_of(prog, folio)
             try:
                 phys, pfn = alias_physical(prog, folio)
             except FaultError:
-                phys, pfn = None, alias_pfn(prog, sf_alias_of(prog, folio))
-            yield CacheEntry(index, "alias", folio, pfn, phys)
+                phys, pfn = None, alias_pfn(prog, a)
+            kind, order = "alias", alias_order(prog, a)
         else:
-            yield CacheEntry(index, "private", folio, folio_pfn(prog, folio), None)
+            phys, pfn = None, folio_pfn(prog, folio)
+            kind, order = "private", folio_order(prog, folio)
+        first = folio.index.value_() if pages else index
+        for j in range(1 << order if pages else 1):
+            yield CacheEntry(first + j, kind, folio, pfn + j, phys)
 
 
 def btrfs_mounts(prog):
