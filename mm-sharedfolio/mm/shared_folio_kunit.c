@@ -1006,6 +1006,21 @@ static ssize_t sf_test_read(struct kunit *test, int i, loff_t pos, void *buf,
 }
 
 /*
+ * The large aliases both large-alias cases start from: pages 4-7 of
+ * @folio (order 3, locked) at file 0's index 4, the whole folio at file
+ * 1's index 8.
+ */
+static void sf_test_add_two_large(struct kunit *test, struct folio *folio)
+{
+	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, folio_page(folio, 4),
+							   2, sf_test_map(test, 0), 4,
+							   NULL, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, folio_page(folio, 0),
+							   3, sf_test_map(test, 1), 8,
+							   NULL, GFP_KERNEL), 0);
+}
+
+/*
  * A large alias (DOC: Large aliases): one object and one multi-index entry
  * for an aligned run of a large physical folio's pages; page_to_pfn() and
  * page_folio() of it are right; read() copies each page's own bytes,
@@ -1032,12 +1047,7 @@ static void sf_test_large_alias(struct kunit *test)
 	base = folio_ref_count(folio);
 
 	/* Pages 4-7 at file 0's index 4; the whole folio at file 1's 8. */
-	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, folio_page(folio, 4),
-							   2, map0, 4, NULL,
-							   GFP_KERNEL), 0);
-	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, folio_page(folio, 0),
-							   3, map1, 8, NULL,
-							   GFP_KERNEL), 0);
+	sf_test_add_two_large(test, folio);
 	/* Taken: an order-0 alias inside it, a large one over an order-0. */
 	KUNIT_EXPECT_EQ(test, shared_folio_add_alias(folio, folio_page(folio, 5),
 						     map0, 5, NULL, GFP_KERNEL), -EEXIST);
@@ -1169,9 +1179,10 @@ static bool sf_test_walk_has(const struct sf_test_ptes *p, unsigned long addr)
  * own index, both without splitting it; each PTE maps its own physical
  * page.  An alias none of whose pages is mapped is not "maybe mapped",
  * though its file has a VMA and the folio's other pages are mapped.  The
- * reverse map finds every PTE once, through the one alias that covers it, next to an order-0 alias of the same folio in another file
- * (a walk bounded by the folio would scan on from each alias and count
- * neighbours again; one bounded by a page would miss all but the first).
+ * reverse map finds every PTE once, through the one alias that covers it,
+ * next to an order-0 alias of the same folio in another file (a walk
+ * bounded by the folio would scan on from each alias and count neighbours
+ * again; one bounded by a page would miss all but the first).
  * try_to_unmap() reaches every PTE; a split leaves them mapped and
  * walkable through the order-0 aliases; migration moves the PTEs to the
  * new folio; truncate zaps the file's PTEs before the alias goes.
@@ -1189,12 +1200,7 @@ static void sf_test_large_alias_mapped(struct kunit *test)
 
 	folio = sf_test_physical_large(test, 8, 3, 0x50);
 	/* Pages 4-7 at file 0's 4; the whole folio at file 1's 8; page 1 at 2's 1. */
-	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, folio_page(folio, 4),
-							   2, map0, 4, NULL,
-							   GFP_KERNEL), 0);
-	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, folio_page(folio, 0),
-							   3, map1, 8, NULL,
-							   GFP_KERNEL), 0);
+	sf_test_add_two_large(test, folio);
 	KUNIT_ASSERT_EQ(test, shared_folio_add_alias(folio, folio_page(folio, 1),
 						     map2, 1, NULL, GFP_KERNEL), 0);
 	folio_unlock(folio);
