@@ -1254,6 +1254,19 @@ static unsigned int btrfs_sf_order(const struct btrfs_sf_batch *b,
 }
 
 /*
+ * Does @folio, an order-0 private folio of the owner's, hold its extent's
+ * data as it is on disk, with nobody holding it (mlock, a DMA pin)?  Asked
+ * without its lock by btrfs_sf_collapse_ok(), and again under it before
+ * the copy.
+ */
+static bool btrfs_sf_collapsible(struct folio *folio)
+{
+	return folio_test_uptodate(folio) && !folio_test_dirty(folio) &&
+	       !folio_test_writeback(folio) && !folio_test_ordered(folio) &&
+	       !folio_test_mlocked(folio) && !folio_maybe_dma_pinned(folio);
+}
+
+/*
  * Copy the owner's private folio at @pos into @page; false if it cannot be
  * had as it is on disk, or is mapped (its PTEs would stay on the private
  * copy: the caller unmapped the block, and a fault mapped it again since).
@@ -1279,10 +1292,8 @@ static bool btrfs_sf_collapse_one(struct btrfs_inode *owner, u64 pos,
 		 */
 		folio_clear_readahead(folio);
 		/* As btrfs_sf_promote() asks, and not mapped at all. */
-		ok = folio->mapping == mapping && folio_test_uptodate(folio) &&
-		     !folio_test_dirty(folio) && !folio_test_writeback(folio) &&
-		     !folio_test_ordered(folio) && !folio_mapped(folio) &&
-		     !folio_test_mlocked(folio) && !folio_maybe_dma_pinned(folio) &&
+		ok = folio->mapping == mapping && !folio_mapped(folio) &&
+		     btrfs_sf_collapsible(folio) &&
 		     !copy_mc_highpage(page, &folio->page);
 		folio_unlock(folio);
 	}
@@ -1317,9 +1328,7 @@ static bool btrfs_sf_collapse_ok(struct address_space *mapping, pgoff_t first,
 		if (xas_retry(&xas, folio))
 			continue;
 		if (xa_is_value(folio) || folio_is_sf_alias(folio) ||
-		    folio_test_large(folio) || !folio_test_uptodate(folio) ||
-		    folio_test_dirty(folio) || folio_test_writeback(folio) ||
-		    folio_test_mlocked(folio) || folio_maybe_dma_pinned(folio)) {
+		    folio_test_large(folio) || !btrfs_sf_collapsible(folio)) {
 			ok = false;
 			break;
 		}
