@@ -28,6 +28,8 @@ take a ``memo`` dict that caches each mapping's VMAs and each mm's process
 (and page_aliases() each descriptor's aliases) for one look; pass the same
 dict to every call of a look, never across looks.
 """
+import os
+import struct
 from collections import namedtuple
 from itertools import islice
 
@@ -1016,3 +1018,55 @@ def audit(prog, counted=None):
     if counted is not None:
         counted.update(seen)
     return bad
+
+
+# --- orphans ---------------------------------------------------------------
+
+# /proc/kpageflags bits (Documentation/admin-guide/mm/pagemap.rst).
+KPF_LRU, KPF_ANON, KPF_COMPOUND_HEAD = 5, 12, 15
+Orphan = namedtuple("Orphan", "pfn order refcount mapcount index flags memcg")
+
+
+def kpageflags_large_lru(path="/proc/kpageflags"):
+    """PFNs of large folio heads on the LRU and not anonymous, from
+    /proc/kpageflags (read in multiples of 8 bytes, as it requires), or None
+    if it cannot be read (not in the guest, not root)."""
+    want = (1 << KPF_LRU) | (1 << KPF_COMPOUND_HEAD)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    pfns, pfn = [], 0
+    try:
+        while True:
+            b = os.read(fd, 8 << 16)
+            if not b:
+                break
+            for (fl,) in struct.iter_unpack("<Q", b):
+                if fl & want == want and not fl & (1 << KPF_ANON):
+                    pfns.append(pfn)
+                pfn += 1
+    finally:
+        os.close(fd)
+    return pfns
+
+
+def orphans(prog, candidates):
+    """The large folios among the PFNs @candidates (heads on the LRU) that
+    belong to no mapping: folios that left a page cache (an extent cache's
+    truncate, a file's) while something still held references, which
+    nothing but that holder can free, and which neither reclaim nor
+    migration can move.  A few may be in flight (a pipe, a reader copying);
+    once every process is gone, none."""
+    out = []
+    for pfn in candidates:
+        try:
+            folio = pfn_folio(prog, pfn)
+            if folio.value_() != pfn_to_page(prog, pfn).value_() or folio.mapping.value_():
+                continue
+            out.append(Orphan(pfn, folio_order(prog, folio), refcount(folio),
+                              folio_mapcount(prog, folio), folio.index.value_(),
+                              folio.flags.value_(), folio.memcg_data.value_()))
+        except FaultError:
+            continue
+    return out

@@ -67,7 +67,12 @@ offline_block_of() {
 	echo "file memory_hotplug.c +p" 2>/dev/null >/sys/kernel/debug/dynamic_debug/control || true
 	t0=$(date +%s)
 	if ! timeout 60 sh -c "echo offline >$st" 2>/tmp/offline.err; then
-		fail "offlining memory block $BLK failed after $(( $(date +%s) - t0 )) s: $(cat /tmp/offline.err); state $(cat "$st"); $(dmesg | grep -iE 'offlin|unmovable|isolat' | tail -n 8); $(dmesg | tail -n 5)"
+		# Which page held it up, and whether it is a large folio that
+		# left its page cache still referenced (998).
+		local orph=
+		/usr/bin/python3 -c 'import drgn' 2>/dev/null &&
+			orph=$("$SF_ROOT/tools-drgn/sfdrgn" orphans 2>&1 | tail -n 4)
+		fail "offlining memory block $BLK failed after $(( $(date +%s) - t0 )) s: $(cat /tmp/offline.err); state $(cat "$st"); $(dmesg | grep -iE 'offlin|unmovable|isolat|migrating pfn' | tail -n 8); $(dmesg | grep -m1 -A3 'migrating pfn'); ${orph:+sfdrgn orphans: $orph; }$(dmesg | tail -n 5)"
 	fi
 	BLK_SECS=$(( $(date +%s) - t0 ))
 	[ "$BLK_SECS" -le 30 ] || fail "offlining memory block $BLK took $BLK_SECS s"
