@@ -2394,14 +2394,18 @@ ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to, ssize_t already_r
  * @inode: the file
  * @pos: start of the chunk of the write that prepare_pages() prepares next
  * @len: its length
+ * @whole: the length of the write from @pos on, this chunk's included
  * @force_uptodate: the first page is read before the write (after a short
  *                  copy), so it is not filled whole
  *
  * Replace the aliases of the pages that [@pos, @pos + @len) covers whole
  * by private folios that are not uptodate, without copying their data
- * (shared_folio_overwrite()): the write replaces it.  The pages at either
- * end that the write covers only in part keep their alias, which the write
- * unshares with a copy.
+ * (shared_folio_overwrite()): the write replaces it.  A large alias that
+ * [@pos, @pos + @whole) covers whole goes whole with the first chunk that
+ * reaches it, rather than be split into an alias a page for its chunks
+ * (as few as 8 pages each, after balance_dirty_pages()).  The pages at
+ * either end that the write covers only in part keep their alias, which
+ * the write unshares with a copy.
  *
  * Not for a NOWAIT write: replacing an alias waits for its lock.  Replaced
  * before the chunk's pages are looked up and copied to, the aliases of
@@ -2412,12 +2416,13 @@ ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to, ssize_t already_r
  * Context: process context, the inode lock held, no page locks.
  */
 void btrfs_sf_prepare_write(struct btrfs_inode *inode, loff_t pos, size_t len,
-			    bool force_uptodate)
+			    size_t whole, bool force_uptodate)
 {
 	struct btrfs_fs_info *fs_info = inode->root->fs_info;
 	struct address_space *mapping = inode->vfs_inode.i_mapping;
 	pgoff_t first = round_up(pos, PAGE_SIZE) >> PAGE_SHIFT;
 	pgoff_t end = (pos + len) >> PAGE_SHIFT;
+	pgoff_t wend = (pos + max(whole, len)) >> PAGE_SHIFT;
 
 	/* The common cases: nothing cached, or no alias on this filesystem. */
 	if (!READ_ONCE(mapping->nrpages) ||
@@ -2426,7 +2431,7 @@ void btrfs_sf_prepare_write(struct btrfs_inode *inode, loff_t pos, size_t len,
 	if (force_uptodate && !offset_in_page(pos))
 		first++;
 	if (first < end)
-		shared_folio_overwrite(mapping, first, end - 1,
+		shared_folio_overwrite(mapping, first, end - 1, wend - 1,
 				       btrfs_alloc_write_mask(mapping) | __GFP_WRITE);
 }
 

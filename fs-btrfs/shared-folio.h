@@ -24,7 +24,7 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count);
 void btrfs_sf_note_readahead(struct btrfs_inode *inode, u64 start, u64 end);
 ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to, ssize_t already_read);
 void btrfs_sf_prepare_write(struct btrfs_inode *inode, loff_t pos, size_t len,
-			    bool force_uptodate);
+			    size_t whole, bool force_uptodate);
 vm_fault_t btrfs_sf_filemap_fault(struct vm_fault *vmf);
 void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info, u64 start, u64 len);
 void btrfs_sf_note_remap(struct btrfs_inode *src, u64 off,
@@ -44,7 +44,8 @@ static inline void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos,
 static inline void btrfs_sf_note_readahead(struct btrfs_inode *inode,
 					   u64 start, u64 end) { }
 static inline void btrfs_sf_prepare_write(struct btrfs_inode *inode, loff_t pos,
-					  size_t len, bool force_uptodate) { }
+					  size_t len, size_t whole,
+					  bool force_uptodate) { }
 static inline ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to,
 				    ssize_t already_read)
 {

@@ -214,15 +214,16 @@
  *
  * Every other lookup splits it first into order-0 aliases of the same
  * pages, as split_huge_page() splits a page-cache folio (sf_alias_split(),
- * counted in @breaks; where the order-0 aliases cannot be allocated, or
- * would pass max_sharing, it removes it whole, unmapped): __filemap_get_folio()
- * (so a write, a write fault, and a filesystem's own lookups of one index,
- * such as btrfs send or the compare of a dedupe, see order-0 aliases,
- * which they copy from or unshare as before; such a lookup may sleep even
- * without FGP_LOCK, and with FGP_NOWAIT fails with -EAGAIN instead, as a
- * fault that must not wait does), sf_alias_unshare() and
- * shared_folio_overwrite(), so that a write replaces only the aliases of
- * the pages it fills.  A split leaves the PTEs as they are: each page's
+ * counted in @breaks; where the order-0 aliases cannot be allocated, it
+ * removes it whole, unmapped): __filemap_get_folio() (so a write, a write
+ * fault, and a filesystem's own lookups of one index, such as btrfs send
+ * or the compare of a dedupe, see order-0 aliases, which they copy from or
+ * unshare as before; such a lookup may sleep even without FGP_LOCK, and
+ * with FGP_NOWAIT fails with -EAGAIN instead, as a fault that must not
+ * wait does), sf_alias_unshare(), and shared_folio_overwrite() for a large
+ * alias across an edge of the range a write fills, so that the write
+ * replaces only the aliases of the pages it fills (one that it fills whole
+ * is removed whole).  A split leaves the PTEs as they are: each page's
  * order-0 alias covers its PTEs from then on.  Not mapped by a PMD: an
  * alias is at most 1 MiB today.  fadvise(POSIX_FADV_DONTNEED) of part of
  * a large alias keeps it (invalidate_mapping_pages() passes over a folio
@@ -1619,27 +1620,36 @@ static struct folio *sf_next_large_alias(struct address_space *mapping,
 }
 
 /*
- * Split the large aliases of [@first, @last] of @mapping into order-0
- * aliases of the same pages (removed where that cannot be had), for
- * shared_folio_overwrite(): a large alias that covers any index of the
- * range is split whole.
+ * Split into order-0 aliases of the same pages (removed where those cannot
+ * be had) the large aliases of @mapping that hold @first or @last and go on
+ * past the range [@first, @last], for shared_folio_overwrite(): the write
+ * fills the range's pages, not theirs beyond it.  A large alias inside the
+ * range stays whole (sf_alias_overwrite() removes it).
  *
  * Context: process context, no folio lock held; sleeps (folio locks,
  * allocations with @mapping's gfp mask).
  * Return: how many large aliases were split or removed.
  */
-static unsigned long sf_split_range(struct address_space *mapping,
+static unsigned long sf_split_edges(struct address_space *mapping,
 				    pgoff_t first, pgoff_t last)
 {
+	pgoff_t edge[2] = { first, last }, index;
 	unsigned long done = 0;
 	struct folio *alias;
+	int i;
 
-	while (first <= last &&
-	       (alias = sf_next_large_alias(mapping, &first, last))) {
-		sf_alias_split(mapping, alias, mapping_gfp_mask(mapping));
-		done++;
-		if (!first)	/* wrapped past ULONG_MAX */
-			break;
+	for (i = 0; i < 2; i++) {
+		index = edge[i];
+		alias = sf_next_large_alias(mapping, &index, edge[i]);
+		if (!alias)
+			continue;
+		/* Its index is fixed: a large alias is never moved. */
+		if (alias->index < first || folio_next_index(alias) - 1 > last) {
+			sf_alias_split(mapping, alias, mapping_gfp_mask(mapping));
+			done++;
+		} else {
+			folio_put(alias);
+		}
 	}
 	return done;
 }
@@ -1647,16 +1657,21 @@ static unsigned long sf_split_range(struct address_space *mapping,
 /* Private folios for shared_folio_overwrite(), allocated before the locks. */
 struct sf_overwrite {
 	gfp_t gfp;
+	pgoff_t first, end;	/* the indices the whole write fills */
 	unsigned int nr;
 	struct folio *spare[PAGEVEC_SIZE];
 };
 
+/* A spare for each order-0 alias of the batch: a large one needs none. */
 static void sf_overwrite_prep(struct folio_batch *fbatch, void *arg)
 {
 	struct sf_overwrite *ow = arg;
+	unsigned int i, want = 0;
 	struct folio *new;
 
-	while (ow->nr < folio_batch_count(fbatch)) {
+	for (i = 0; i < folio_batch_count(fbatch); i++)
+		want += !folio_test_large(fbatch->folios[i]);
+	while (ow->nr < want) {
 		new = sf_private_alloc(ow->gfp);
 		if (!new)
 			return;
@@ -1665,30 +1680,55 @@ static void sf_overwrite_prep(struct folio_batch *fbatch, void *arg)
 }
 
 /*
+ * Remove @alias, locked in @mapping, as truncation does, counting its pages
+ * as unshared by an overwrite: the write allocates their private folios as
+ * it does in a file with nothing cached there.
+ */
+static void sf_alias_overwrite_remove(struct address_space *mapping,
+				      struct folio *alias)
+{
+	struct shared_folio_stats *stats;
+	unsigned long pfn = folio_pfn(alias);
+	unsigned int nr_pages = folio_nr_pages(alias);
+	pgoff_t index = alias->index;
+	unsigned int nr;
+
+	stats = sf_alias_descriptor(folio_sf_alias(alias))->stats;
+	nr = sf_folio_nr_aliases(sf_alias_physical(alias));
+	truncate_inode_folio(mapping, alias);
+	shared_folio_count_unshares(stats, nr_pages);
+	shared_folio_count_overwrites(stats, nr_pages);
+	trace_shared_folio_unshare(mapping, index, pfn, nr_pages, nr ? nr - 1 : 0);
+}
+
+/*
  * Replace @alias, locked in @mapping, by a spare private folio that is not
  * uptodate, for a write that fills its page; without a spare (allocation
- * failed), remove it as truncation does.
+ * failed), remove it as truncation does.  A large alias that the write
+ * fills whole is removed whole: one xarray store, where a split would make
+ * an order-0 alias of each page only for each to be replaced.
  */
 static bool sf_alias_overwrite(struct address_space *mapping,
 			       struct folio *alias, void *arg)
 {
 	struct sf_overwrite *ow = arg;
-	struct shared_folio_stats *stats;
-	unsigned long pfn = folio_pfn(alias);
-	pgoff_t index = alias->index;
-	unsigned int nr;
 
-	/*
-	 * Whole, where sf_split_range() could not split it: the pages
-	 * the write does not fill are read again.
-	 */
-	if (folio_test_large(alias)) {
-		sf_alias_break(mapping, alias);
-		return true;
-	}
-	/* The file's PTEs of the shared page go before the alias does. */
+	/* The file's PTEs of the shared pages go before the alias does. */
 	if (sf_alias_maybe_mapped(alias))
 		unmap_mapping_folio(alias);
+	if (folio_test_large(alias)) {
+		if (alias->index >= ow->first &&
+		    folio_next_index(alias) - 1 <= ow->end)
+			sf_alias_overwrite_remove(mapping, alias);
+		else
+			/*
+			 * Across an edge, where sf_split_edges() could not
+			 * split it: the pages the write does not fill are
+			 * read again.
+			 */
+			sf_alias_break(mapping, alias);
+		return true;
+	}
 	if (ow->nr) {
 		struct folio *new = ow->spare[ow->nr - 1];
 
@@ -1698,12 +1738,7 @@ static bool sf_alias_overwrite(struct address_space *mapping,
 		folio_put(new);		/* the page cache holds it */
 		return true;
 	}
-	stats = sf_alias_descriptor(folio_sf_alias(alias))->stats;
-	nr = sf_folio_nr_aliases(sf_alias_physical(alias));
-	truncate_inode_folio(mapping, alias);
-	shared_folio_count_unshares(stats, 1);
-	shared_folio_count_overwrites(stats, 1);
-	trace_shared_folio_unshare(mapping, index, pfn, 1, nr ? nr - 1 : 0);
+	sf_alias_overwrite_remove(mapping, alias);
 	return true;
 }
 
@@ -1712,18 +1747,24 @@ static bool sf_alias_overwrite(struct address_space *mapping,
  * @mapping: the file's mapping
  * @first: first index the write covers whole
  * @last: last index it covers whole
+ * @end: last index that the whole write covers whole, @last or beyond (a
+ *       write done in chunks gives its chunk's @first and @last, and this)
  * @gfp: allocation flags of the write's page-cache folios
  *
  * A buffered write that replaces whole pages needs neither the shared data
  * nor a copy of it, yet sf_alias_unshare() would copy each page only for
  * the write to overwrite it.  Called before the write looks its pages up,
- * this replaces each alias in [@first, @last] by a private folio that is
- * not uptodate, zapping the file's PTEs of the physical page first, in one
- * xarray store; the write then finds its pages as in a file whose pages
- * are cached.  The folios are allocated and charged to the caller's memcg
- * before any alias lock is taken; an alias left without one (allocation
- * failure) is removed as truncation removes it.  Each is counted as an
- * unshare and as an overwrite.
+ * this replaces each order-0 alias in [@first, @last] by a private folio
+ * that is not uptodate, zapping the file's PTEs of the physical page first,
+ * in one xarray store; the write then finds its pages as in a file whose
+ * pages are cached.  The folios are allocated and charged to the caller's
+ * memcg before any alias lock is taken; an alias left without one
+ * (allocation failure) is removed as truncation removes it.  A large alias
+ * that [@first, @end] covers whole is removed whole, and the write
+ * allocates its pages as in a file with nothing cached there (those past
+ * @last with its next chunks); one across @first or @end is split into
+ * order-0 aliases first.  Each page is counted as an unshare and as an
+ * overwrite.
  *
  * Only aliases are replaced; a private folio in the range stays.  A reader
  * that installs a new alias before the write gets to its page is harmless:
@@ -1738,15 +1779,16 @@ static bool sf_alias_overwrite(struct address_space *mapping,
  * Return: how many aliases were replaced or removed.
  */
 unsigned long shared_folio_overwrite(struct address_space *mapping,
-				     pgoff_t first, pgoff_t last, gfp_t gfp)
+				     pgoff_t first, pgoff_t last, pgoff_t end,
+				     gfp_t gfp)
 {
-	struct sf_overwrite ow = { .gfp = gfp };
+	struct sf_overwrite ow = { .gfp = gfp, .first = first, .end = end };
 	unsigned long done;
 
-	if (first > last)
+	if (first > last || WARN_ON_ONCE(end < last))
 		return 0;
-	/* Only around the write: its large aliases become an alias a page. */
-	sf_split_range(mapping, first, last);
+	/* Only around the write: a large alias across its edges is split. */
+	sf_split_edges(mapping, first, end);
 	done = sf_mapping_for_each_alias(mapping, first, last, false,
 					 sf_overwrite_prep, sf_alias_overwrite,
 					 &ow);

@@ -285,7 +285,7 @@ static void sf_test_overwrite_without_copy(struct kunit *test)
 	folio_mark_uptodate(priv);
 	folio_unlock(priv);
 
-	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map0, 8, 10, GFP_KERNEL), 2);
+	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map0, 8, 10, 10, GFP_KERNEL), 2);
 	KUNIT_EXPECT_EQ(test, map0->nrpages, 3);
 	other = filemap_get_folio(map0, 9);
 	KUNIT_ASSERT_PTR_EQ(test, other, priv);
@@ -318,7 +318,7 @@ static void sf_test_overwrite_without_copy(struct kunit *test)
 		KUNIT_ASSERT_EQ(test, sf_test_add(b, map2, i), 0);
 	folio_unlock(b);
 	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(b), 40);
-	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map2, 0, 39, GFP_KERNEL), 40);
+	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map2, 0, 39, 39, GFP_KERNEL), 40);
 	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(b), 0);
 	KUNIT_EXPECT_EQ(test, map2->nrpages, 40);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.overwrites), 42);
@@ -332,7 +332,7 @@ static void sf_test_overwrite_without_copy(struct kunit *test)
 
 	/* Nothing left to remove: a second call finds nothing. */
 	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map0, 0, SF_TEST_PAGES - 1,
-						     GFP_KERNEL), 0);
+						     SF_TEST_PAGES - 1, GFP_KERNEL), 0);
 	truncate_inode_pages(map0, 0);
 	folio_put(a);
 	folio_put(b);
@@ -1372,6 +1372,63 @@ static void sf_test_promote_in_place(struct kunit *test)
 	folio_put(folio);
 }
 
+/*
+ * An overwrite (shared_folio_overwrite()) removes a large alias that the
+ * whole write covers, from its first chunk on, without a split and without
+ * a spare folio, and splits one across an edge of the write, replacing only
+ * the pages inside.
+ */
+static void sf_test_overwrite_large_alias(struct kunit *test)
+{
+	struct sf_test_ctx *ctx = test->priv;
+	struct address_space *map0 = sf_test_map(test, 0);
+	struct address_space *map1 = sf_test_map(test, 1);
+	struct folio *folio, *other;
+	int base, i;
+
+	folio = sf_test_physical_large(test, 8, 3, 0x50);
+	base = folio_ref_count(folio);
+	/* Pages 4-7 at file 0's index 4; the whole folio at file 1's 8. */
+	sf_test_add_two_large(test, folio);
+	folio_unlock(folio);
+
+	/*
+	 * File 1's 8-9, the first chunk of a write of 8-15: its alias of
+	 * 8-15 goes whole, nothing is split, nothing is left.
+	 */
+	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map1, 8, 9, 15, GFP_KERNEL), 1);
+	KUNIT_EXPECT_EQ(test, map1->nrpages, 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.breaks), 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.unshares), 8);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.overwrites), 8);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.large_aliases), 1);
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 1);
+	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base + 1);
+
+	/* File 0's 5-6, inside its alias of 4-7: split, 5 and 6 replaced. */
+	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map0, 5, 6, 6, GFP_KERNEL), 2);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.breaks), 1);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.large_aliases), 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.overwrites), 10);
+	KUNIT_EXPECT_EQ(test, map0->nrpages, 4);
+	for (i = 4; i < 8; i++) {
+		other = filemap_get_folio(map0, i);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(other));
+		KUNIT_EXPECT_EQ(test, folio_order(other), 0);
+		/* 4 and 7 still share their own pages; 5 and 6 are the write's. */
+		KUNIT_EXPECT_EQ(test, folio_is_sf_alias(other), i == 4 || i == 7);
+		if (i == 4 || i == 7)
+			KUNIT_EXPECT_EQ(test, folio_pfn(other), folio_pfn(folio) + i);
+		else
+			KUNIT_EXPECT_FALSE(test, folio_test_uptodate(other));
+		folio_put(other);
+	}
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 2);
+	truncate_inode_pages(map0, 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.aliases), 0);
+	folio_put(folio);
+}
+
 static struct kunit_case shared_folio_test_cases[] = {
 	KUNIT_CASE(sf_test_alias_resolves_to_physical),
 	KUNIT_CASE(sf_test_truncate_frees_alias),
@@ -1389,6 +1446,7 @@ static struct kunit_case shared_folio_test_cases[] = {
 	KUNIT_CASE(sf_test_large_physical),
 	KUNIT_CASE(sf_test_large_alias),
 	KUNIT_CASE(sf_test_large_alias_mapped),
+	KUNIT_CASE(sf_test_overwrite_large_alias),
 	{}
 };
 

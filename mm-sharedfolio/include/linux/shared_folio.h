@@ -199,7 +199,8 @@ unsigned long shared_folio_drop_behind(struct address_space *mapping,
 				       pgoff_t first, pgoff_t last);
 unsigned long shared_folio_detach_mapping(struct address_space *mapping);
 unsigned long shared_folio_overwrite(struct address_space *mapping,
-				     pgoff_t first, pgoff_t last, gfp_t gfp);
+				     pgoff_t first, pgoff_t last, pgoff_t end,
+				     gfp_t gfp);
 
 DECLARE_STATIC_KEY_FALSE(shared_folio_drop_behind_key);
 
