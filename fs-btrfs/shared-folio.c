@@ -2409,9 +2409,11 @@ ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to, ssize_t already_r
  *
  * Not for a NOWAIT write: replacing an alias waits for its lock.  Replaced
  * before the chunk's pages are looked up and copied to, the aliases of
- * pages that a short copy leaves unwritten are lost (their pages are read
- * from the file, privately): cost only, and only when the copy from user
- * memory faults.
+ * pages that the write then does not reach are lost (their pages are read
+ * from the file, whose extents still hold the data): cost only, when the
+ * copy from user memory faults, or the write stops early (ENOSPC, EDQUOT,
+ * a fault-in that fails, a fatal signal) short of the pages past the chunk
+ * that a large alias's removal left empty.
  *
  * Context: process context, the inode lock held, no page locks.
  */
@@ -2421,8 +2423,8 @@ void btrfs_sf_prepare_write(struct btrfs_inode *inode, loff_t pos, size_t len,
 	struct btrfs_fs_info *fs_info = inode->root->fs_info;
 	struct address_space *mapping = inode->vfs_inode.i_mapping;
 	pgoff_t first = round_up(pos, PAGE_SIZE) >> PAGE_SHIFT;
-	pgoff_t end = (pos + len) >> PAGE_SHIFT;
-	pgoff_t wend = (pos + max(whole, len)) >> PAGE_SHIFT;
+	pgoff_t end = (pos + len) >> PAGE_SHIFT;	/* exclusive */
+	pgoff_t wend = (pos + whole) >> PAGE_SHIFT;	/* exclusive, >= end */
 
 	/* The common cases: nothing cached, or no alias on this filesystem. */
 	if (!READ_ONCE(mapping->nrpages) ||

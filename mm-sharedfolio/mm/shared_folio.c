@@ -1595,69 +1595,60 @@ sf_mapping_for_each_alias(struct address_space *mapping, pgoff_t first,
 	return done;
 }
 
-/*
- * The next large alias of @mapping in [*@index, @last], referenced, with
- * *@index moved past it; NULL when there is none.
- */
-static struct folio *sf_next_large_alias(struct address_space *mapping,
-					 pgoff_t *index, pgoff_t last)
+/* The large alias of @mapping that holds @index, referenced, or NULL. */
+static struct folio *sf_large_alias_at(struct address_space *mapping,
+				       pgoff_t index)
 {
-	XA_STATE(xas, &mapping->i_pages, *index);
+	XA_STATE(xas, &mapping->i_pages, index);
 	struct folio *alias;
 
 	rcu_read_lock();
-	xas_for_each(&xas, alias, last) {
-		if (xas_retry(&xas, alias) || xa_is_value(alias) ||
-		    !folio_is_sf_alias(alias) || !folio_test_large(alias) ||
-		    !sf_xas_try_get(&xas, alias))
-			continue;
-		*index = folio_next_index(alias);
-		rcu_read_unlock();
-		return alias;
-	}
+	do {
+		/* The entry of a multi-index alias, from any of its indices. */
+		alias = xas_load(&xas);
+	} while (xas_retry(&xas, alias));
+	if (alias && (xa_is_value(alias) || !folio_is_sf_alias(alias) ||
+		      !folio_test_large(alias) || !sf_xas_try_get(&xas, alias)))
+		alias = NULL;
 	rcu_read_unlock();
-	return NULL;
+	return alias;
 }
 
 /*
  * Split into order-0 aliases of the same pages (removed where those cannot
- * be had) the large aliases of @mapping that hold @first or @last and go on
- * past the range [@first, @last], for shared_folio_overwrite(): the write
- * fills the range's pages, not theirs beyond it.  A large alias inside the
- * range stays whole (sf_alias_overwrite() removes it).
+ * be had) the large aliases of @mapping that a write of [@first, @end],
+ * whose chunk [@first, @last] comes next, fills only in part: the one that
+ * holds @first and starts before it, and the one that holds @end and goes
+ * on past it, if the chunk reaches it (a later chunk splits it otherwise).
+ * A large alias inside [@first, @end] stays whole (sf_alias_overwrite()
+ * removes it).
  *
  * Context: process context, no folio lock held; sleeps (folio locks,
- * allocations with @mapping's gfp mask).
- * Return: how many large aliases were split or removed.
+ * allocations with @gfp).
  */
-static unsigned long sf_split_edges(struct address_space *mapping,
-				    pgoff_t first, pgoff_t last)
+static void sf_split_edges(struct address_space *mapping, pgoff_t first,
+			   pgoff_t last, pgoff_t end, gfp_t gfp)
 {
-	pgoff_t edge[2] = { first, last }, index;
-	unsigned long done = 0;
 	struct folio *alias;
-	int i;
 
-	for (i = 0; i < 2; i++) {
-		index = edge[i];
-		alias = sf_next_large_alias(mapping, &index, edge[i]);
-		if (!alias)
-			continue;
-		/* Its index is fixed: a large alias is never moved. */
-		if (alias->index < first || folio_next_index(alias) - 1 > last) {
-			sf_alias_split(mapping, alias, mapping_gfp_mask(mapping));
-			done++;
-		} else {
-			folio_put(alias);
-		}
-	}
-	return done;
+	alias = sf_large_alias_at(mapping, first);
+	/* Its index is fixed: a large alias is never moved. */
+	if (alias && alias->index < first)
+		sf_alias_split(mapping, alias, gfp);
+	else if (alias)
+		folio_put(alias);
+	alias = sf_large_alias_at(mapping, end);
+	if (alias && alias->index <= last && folio_next_index(alias) - 1 > end)
+		sf_alias_split(mapping, alias, gfp);
+	else if (alias)
+		folio_put(alias);
 }
 
 /* Private folios for shared_folio_overwrite(), allocated before the locks. */
 struct sf_overwrite {
 	gfp_t gfp;
-	pgoff_t first, end;	/* the indices the whole write fills */
+	pgoff_t first;		/* the chunk's first index */
+	pgoff_t end;		/* the last index the whole write fills */
 	unsigned int nr;
 	struct folio *spare[PAGEVEC_SIZE];
 };
@@ -1713,9 +1704,7 @@ static bool sf_alias_overwrite(struct address_space *mapping,
 {
 	struct sf_overwrite *ow = arg;
 
-	/* The file's PTEs of the shared pages go before the alias does. */
-	if (sf_alias_maybe_mapped(alias))
-		unmap_mapping_folio(alias);
+	/* Either way, truncate_cleanup_folio() zaps the file's PTEs first. */
 	if (folio_test_large(alias)) {
 		if (alias->index >= ow->first &&
 		    folio_next_index(alias) - 1 <= ow->end)
@@ -1724,7 +1713,7 @@ static bool sf_alias_overwrite(struct address_space *mapping,
 			/*
 			 * Across an edge, where sf_split_edges() could not
 			 * split it: the pages the write does not fill are
-			 * read again.
+			 * read again (counted as a break, not as unshares).
 			 */
 			sf_alias_break(mapping, alias);
 		return true;
@@ -1732,6 +1721,9 @@ static bool sf_alias_overwrite(struct address_space *mapping,
 	if (ow->nr) {
 		struct folio *new = ow->spare[ow->nr - 1];
 
+		/* The file's PTEs of the shared page go before the alias does. */
+		if (sf_alias_maybe_mapped(alias))
+			unmap_mapping_folio(alias);
 		if (!sf_alias_replace(mapping, alias, new, false))
 			return false;
 		ow->nr--;
@@ -1762,9 +1754,11 @@ static bool sf_alias_overwrite(struct address_space *mapping,
  * (allocation failure) is removed as truncation removes it.  A large alias
  * that [@first, @end] covers whole is removed whole, and the write
  * allocates its pages as in a file with nothing cached there (those past
- * @last with its next chunks); one across @first or @end is split into
- * order-0 aliases first.  Each page is counted as an unshare and as an
- * overwrite.
+ * @last with its next chunks; for a file with a VMA, @end is taken to be
+ * @last); one across @first or @end is split into order-0 aliases first.
+ * Each page whose alias is replaced or removed is counted, when it is, as
+ * an unshare and as an overwrite (a write that stops early has then
+ * counted pages past where it stopped; a split is counted as a break).
  *
  * Only aliases are replaced; a private folio in the range stays.  A reader
  * that installs a new alias before the write gets to its page is harmless:
@@ -1782,13 +1776,19 @@ unsigned long shared_folio_overwrite(struct address_space *mapping,
 				     pgoff_t first, pgoff_t last, pgoff_t end,
 				     gfp_t gfp)
 {
-	struct sf_overwrite ow = { .gfp = gfp, .first = first, .end = end };
+	struct sf_overwrite ow = { .gfp = gfp, .first = first };
 	unsigned long done;
 
-	if (first > last || WARN_ON_ONCE(end < last))
+	if (first > last)
 		return 0;
+	/*
+	 * Removing pages past the chunk zaps the file's PTEs of them, which
+	 * may be the write's own source (an mmap of the file, faulted in
+	 * before this): with a VMA, only the chunk's pages go.
+	 */
+	ow.end = mapping_mapped(mapping) ? last : max(end, last);
 	/* Only around the write: a large alias across its edges is split. */
-	sf_split_edges(mapping, first, end);
+	sf_split_edges(mapping, first, last, ow.end, gfp);
 	done = sf_mapping_for_each_alias(mapping, first, last, false,
 					 sf_overwrite_prep, sf_alias_overwrite,
 					 &ow);

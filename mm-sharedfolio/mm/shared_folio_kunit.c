@@ -1374,9 +1374,9 @@ static void sf_test_promote_in_place(struct kunit *test)
 
 /*
  * An overwrite (shared_folio_overwrite()) removes a large alias that the
- * whole write covers, from its first chunk on, without a split and without
- * a spare folio, and splits one across an edge of the write, replacing only
- * the pages inside.
+ * whole write covers, from its first chunk on, without a split, and splits
+ * one across an edge of the write, replacing only the chunk's pages; in a
+ * file with a VMA, it takes the chunk's pages only.
  */
 static void sf_test_overwrite_large_alias(struct kunit *test)
 {
@@ -1384,6 +1384,8 @@ static void sf_test_overwrite_large_alias(struct kunit *test)
 	struct address_space *map0 = sf_test_map(test, 0);
 	struct address_space *map1 = sf_test_map(test, 1);
 	struct folio *folio, *other;
+	struct sf_test_ptes p;
+	unsigned long addr;
 	int base, i;
 
 	folio = sf_test_physical_large(test, 8, 3, 0x50);
@@ -1394,7 +1396,8 @@ static void sf_test_overwrite_large_alias(struct kunit *test)
 
 	/*
 	 * File 1's 8-9, the first chunk of a write of 8-15: its alias of
-	 * 8-15 goes whole, nothing is split, nothing is left.
+	 * 8-15 goes whole, nothing is split, nothing is left, and the next
+	 * chunk finds nothing to do.
 	 */
 	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map1, 8, 9, 15, GFP_KERNEL), 1);
 	KUNIT_EXPECT_EQ(test, map1->nrpages, 0);
@@ -1404,11 +1407,13 @@ static void sf_test_overwrite_large_alias(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.large_aliases), 1);
 	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 1);
 	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), base + 1);
+	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map1, 10, 15, 15, GFP_KERNEL), 0);
 
 	/* File 0's 5-6, inside its alias of 4-7: split, 5 and 6 replaced. */
 	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map0, 5, 6, 6, GFP_KERNEL), 2);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.breaks), 1);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.large_aliases), 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.unshares), 10);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.overwrites), 10);
 	KUNIT_EXPECT_EQ(test, map0->nrpages, 4);
 	for (i = 4; i < 8; i++) {
@@ -1423,8 +1428,42 @@ static void sf_test_overwrite_large_alias(struct kunit *test)
 			KUNIT_EXPECT_FALSE(test, folio_test_uptodate(other));
 		folio_put(other);
 	}
-	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 2);
 	truncate_inode_pages(map0, 0);
+
+	/*
+	 * File 1's 8-9 of a write of 8-11: the alias of 8-15 goes on past
+	 * the write's end, so it is split, and only the chunk's pages go.
+	 */
+	folio_lock(folio);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, folio_page(folio, 0),
+							   3, map1, 8, NULL,
+							   GFP_KERNEL), 0);
+	folio_unlock(folio);
+	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map1, 8, 9, 11, GFP_KERNEL), 2);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.breaks), 2);
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 6);
+	truncate_inode_pages(map1, 0);
+
+	/* The same write of a file with a VMA: the chunk's pages only. */
+	folio_lock(folio);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, folio_page(folio, 0),
+							   3, map1, 8, NULL,
+							   GFP_KERNEL), 0);
+	folio_unlock(folio);
+	addr = sf_test_mmap_file(test, 1, &sf_test_fops, MAP_SHARED);
+	KUNIT_EXPECT_EQ(test, sf_test_touch(addr + 12 * PAGE_SIZE), 0x54);
+	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map1, 8, 9, 15, GFP_KERNEL), 2);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.breaks), 3);
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 6);
+	/* Page 12 is still shared, and still mapped; 8 and 9 are not. */
+	p = sf_test_walk(folio);
+	KUNIT_EXPECT_TRUE(test, sf_test_walk_has(&p, addr + 12 * PAGE_SIZE));
+	KUNIT_EXPECT_FALSE(test, sf_test_walk_has(&p, addr + 8 * PAGE_SIZE));
+	KUNIT_EXPECT_FALSE(test, sf_test_walk_has(&p, addr + 9 * PAGE_SIZE));
+	KUNIT_EXPECT_EQ(test, sf_test_touch(addr + 12 * PAGE_SIZE), 0x54);
+	vm_munmap(addr, SF_TEST_PAGES << PAGE_SHIFT);
+	flush_delayed_fput();
+	truncate_inode_pages(map1, 0);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.aliases), 0);
 	folio_put(folio);
 }

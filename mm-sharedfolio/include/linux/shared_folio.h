@@ -31,9 +31,10 @@
  *        (read before, possibly by a reader's asynchronous window)
  * @misses: physical folios read from disk to be shared, the asynchronous
  *          window's included, whether or not an alias was installed
- * @unshares: aliases replaced by a private page: a copy, or a page that a
- *            write fills whole (@overwrites); for such a write, also an
- *            alias removed without a replacement (allocation failure)
+ * @unshares: pages whose alias was replaced by a private page: a copy,
+ *            or a page that a write fills whole (@overwrites); for such a
+ *            write, also an alias removed without a replacement (a large
+ *            one the write fills whole, or an allocation failure)
  * @reclaims: aliases detached from their mapping: by reclaim of their
  *            physical folio, by its invalidation (extent freed, teardown)
  *            or by the memcg-aware alias shrinker
@@ -42,7 +43,8 @@
  * @promotions: private folios of a file made physical folios in place
  *              (shared_folio_promote())
  * @overwrites: of @unshares, those without a copy because a write was
- *              about to fill the page (shared_folio_overwrite())
+ *              about to fill the page (shared_folio_overwrite(), which
+ *              counts a large alias's pages when it removes it)
  * @breaks: large aliases removed whole for a path that works on order-0
  *          folios of the file (a write, a fault, a lookup that is not a
  *          read()), which installs order-0 aliases or private folios
