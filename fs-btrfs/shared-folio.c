@@ -54,10 +54,14 @@
  *
  * - Uncompressed data is placed by its logical address P (disk_bytenr +
  *   offset, offset the page's place in the extent's data), in granules of
- *   2 MiB of logical addresses, each with a phase: the page at offset j
- *   (in pages) of granule G = P >> 21 sits at byte G * 4 MiB + (phase(G) +
- *   j) * 4 KiB.  The granule's 512 pages are in a row, inside a 4 MiB slot
- *   of its own, so no two granules meet.  The first reader of a granule
+ *   2 MiB of logical addresses, each with a phase f in [0, 512): the page
+ *   at P sits at byte f * 2^53 + P + f * 4 KiB, in a space of its own for
+ *   each phase (BTRFS_SF_PHASE_SPACE_SHIFT).  A granule's 512 pages are in
+ *   a row, and so are the pages of neighbouring granules of the same
+ *   phase: a run of a file that crosses a granule boundary (its data is
+ *   rarely 2 MiB-aligned on disk) still has its pages in a row, aligned as
+ *   in the file, so a PMD-sized folio can hold it.  Granules of different
+ *   phases never meet.  The first reader of a granule
  *   records its phase (fs_info->sf_phases): its own index of the
  *   granule's first page, modulo 512 (btrfs_sf_cache_pos()).  So for that
  *   reader, and for every file that references the data at the same
@@ -69,23 +73,25 @@
  *   aliases.  Partial references (a reflink of part of an extent, the file
  *   extent item's offset) land on the same pages.  The phase of a granule
  *   freed whole is forgotten once its pages are truncated
- *   (btrfs_sf_invalidate_range()); uncompressed data at or beyond 2^56
- *   (BTRFS_SF_PHASED_LIMIT) is read privately, so its slots stay below
- *   the compressed regions.
+ *   (btrfs_sf_invalidate_range()); uncompressed data at or beyond 2^52
+ *   (BTRFS_SF_PHASED_LIMIT, 4 PiB of logical addresses) is read
+ *   privately, so that each phase's space holds it and all 512 stay below
+ *   2^62, the compressed regions.
  * - The decompressed data of the compressed extent at logical address L
  *   sits in a region of BTRFS_MAX_UNCOMPRESSED (128 KiB, 32 pages) at
  *   BTRFS_SF_COMP_BASE + (L >> sectorsize_bits) * 128 KiB, a page at its
  *   offset in the uncompressed data.  Two compressed extents never start
  *   in one sector, so their regions never overlap; each is aligned to its
  *   own size, so one order-5 folio could hold it.
- * - BTRFS_SF_COMP_BASE is 2^57: a filesystem's logical addresses stay far
- *   below (they grow with every chunk allocated, 128 PiB would be needed),
- *   and BTRFS_SF_COMP_BASE + 2^57 * 32 < 2^63, so every position is a
- *   valid loff_t.  An extent at or beyond 2^57 is read privately.
+ * - BTRFS_SF_COMP_BASE is 2^62, and a compressed extent at or beyond 2^56
+ *   (BTRFS_SF_COMP_LIMIT) is read privately: a filesystem's logical
+ *   addresses stay far below (they grow with every chunk allocated, 64
+ *   PiB would be needed), and 2^62 + 2^56 / 4 KiB * 128 KiB < 2^63, so
+ *   every position is a valid loff_t (a sector is at least 4 KiB).
  * - The cost is index space only: a compressed extent of c sectors takes
  *   32 * c slots, of which its decompressed pages use up to 32, so the
  *   xarray's leaf nodes are about 32 / (32 * c) full where such extents
- *   lie back to back; uncompressed data fills half of each slot, and a
+ *   lie back to back; uncompressed data of one phase is dense, and a
  *   granule read at all costs one record (an xarray slot).
  *
  * A compressed extent's missing pages are read in one go through
@@ -98,9 +104,10 @@
  * Uncompressed data read from disk goes into large physical folios where
  * its place allows (DOC: Large physical folios in mm/shared_folio.c): a
  * folio of order k sits at an index aligned to 2^k, holds only pages of one
- * extent map in a row of one granule, and only pages the batch reads and the first reader does not
- * hold privately (btrfs_sf_order()), up to
- * fs_info->sf_max_order (/sys/fs/btrfs/<uuid>/shared_folio/max_order).
+ * extent map in a row (of one phase: it may cross granules), and only
+ * pages the batch reads and the first reader does not hold privately
+ * (btrfs_sf_order()), up to fs_info->sf_max_order
+ * (/sys/fs/btrfs/<uuid>/shared_folio/max_order).
  * One extent map may cover extents adjacent on disk (btrfs merges their
  * maps), so a folio may hold pages of two: the truncate of a freed range
  * (btrfs_sf_invalidate_range()) removes the folios at its ends whole,
@@ -243,9 +250,12 @@
  * Asynchronous window: a sequential reader keeps this much beyond its read
  * in flight in the extent cache, as readahead does for private pages.
  */
-#define BTRFS_SF_WINDOW		(SZ_1M >> PAGE_SHIFT)
-/* At most this many pages per batch (one array allocation). */
-#define BTRFS_SF_MAX_BATCH	256
+#define BTRFS_SF_WINDOW		(SZ_2M >> PAGE_SHIFT)
+/*
+ * At most this many pages per batch: one array allocation of 36 KiB
+ * (kvmalloc: an order-4 kmalloc, or vmalloc where memory is fragmented).
+ */
+#define BTRFS_SF_MAX_BATCH	512
 /* A physical folio holds only pages of one batch (btrfs_sf_order()). */
 static_assert(BTRFS_SF_MAX_BATCH == 1 << BTRFS_SF_MAX_ORDER);
 /* A window is one batch, aligned as batches are. */
@@ -262,13 +272,32 @@ static_assert(BTRFS_SF_WINDOW == BTRFS_SF_MAX_BATCH);
  * at once.
  */
 #define BTRFS_SF_MAX_OWNERS	(256UL << 10)
-/* Where compressed extents' regions start (DOC: btrfs extent cache index space). */
-#define BTRFS_SF_COMP_BASE	BIT_ULL(57)
-/* Uncompressed data is shared below this logical address (the same DOC). */
-#define BTRFS_SF_PHASED_LIMIT	BIT_ULL(56)
 /* A granule of logical addresses, each with its phase: 2 MiB, 512 pages. */
 #define BTRFS_SF_GRANULE_SHIFT	21
 #define BTRFS_SF_GRANULE_PAGES	(1UL << (BTRFS_SF_GRANULE_SHIFT - PAGE_SHIFT))
+/* Where compressed extents' regions start (DOC: btrfs extent cache index space). */
+#define BTRFS_SF_COMP_BASE	BIT_ULL(62)
+/* Compressed extents are shared below this logical address (the same DOC). */
+#define BTRFS_SF_COMP_LIMIT	BIT_ULL(56)
+/* Uncompressed data is shared below this logical address (the same DOC). */
+#define BTRFS_SF_PHASED_LIMIT	BIT_ULL(52)
+/*
+ * Each phase's space of uncompressed data (the same DOC): 2^53 bytes.  An
+ * enumerator of a type that btrfs_sf_layout gives the debug info, so that
+ * debuggers read the layout there (tools-drgn, sfhelpers.extent_place()).
+ */
+enum btrfs_sf_layout {
+	BTRFS_SF_PHASE_SPACE_SHIFT = 53,
+};
+
+static const enum btrfs_sf_layout btrfs_sf_layout __used = BTRFS_SF_PHASE_SPACE_SHIFT;
+static_assert(BTRFS_SF_PHASED_LIMIT + BIT_ULL(BTRFS_SF_GRANULE_SHIFT) <=
+	      BIT_ULL(BTRFS_SF_PHASE_SPACE_SHIFT));
+static_assert((u64)BTRFS_SF_GRANULE_PAGES << BTRFS_SF_PHASE_SPACE_SHIFT <=
+	      BTRFS_SF_COMP_BASE);
+/* The last compressed region ends below 2^63 (a sector is 4 KiB or more). */
+static_assert(BTRFS_SF_COMP_BASE + (BTRFS_SF_COMP_LIMIT >> 12) * BTRFS_MAX_UNCOMPRESSED <=
+	      LLONG_MAX);
 
 struct btrfs_sf_item {
 	pgoff_t index;		/* in the file */
@@ -361,7 +390,8 @@ int btrfs_sf_init(struct btrfs_fs_info *fs_info)
 	fs_info->sf_inode = inode;
 	fs_info->sf_enabled = true;
 	fs_info->sf_lazy = true;
-	fs_info->sf_max_order = BTRFS_SF_MAX_ORDER;
+	fs_info->sf_max_order = min_t(unsigned int, BTRFS_SF_MAX_ORDER,
+				      MAX_PAGECACHE_ORDER);
 	fs_info->sf_large_aliases = true;
 	return 0;
 }
@@ -586,7 +616,7 @@ static bool btrfs_sf_em_eligible(const struct extent_map *em)
 	 * another extent's region.
 	 */
 	if (extent_map_is_compressed(em))
-		return em->disk_bytenr < BTRFS_SF_COMP_BASE &&
+		return em->disk_bytenr < BTRFS_SF_COMP_LIMIT &&
 		       em->ram_bytes <= BTRFS_MAX_UNCOMPRESSED &&
 		       PAGE_ALIGNED(em->ram_bytes) &&
 		       em->offset + em->len <= em->ram_bytes;
@@ -630,11 +660,9 @@ static long btrfs_sf_phase_record(struct btrfs_fs_info *fs_info, u64 granule,
 /* Where the page at logical address @logical lives, in a granule of @phase. */
 static u64 btrfs_sf_phased_pos(u64 logical, unsigned long phase)
 {
-	u64 granule = logical >> BTRFS_SF_GRANULE_SHIFT;
+	const enum btrfs_sf_layout space = BTRFS_SF_PHASE_SPACE_SHIFT;
 
-	return (granule << (BTRFS_SF_GRANULE_SHIFT + 1)) +
-	       ((u64)phase << PAGE_SHIFT) +
-	       (logical & (BIT_ULL(BTRFS_SF_GRANULE_SHIFT) - 1));
+	return ((u64)phase << space) + logical + ((u64)phase << PAGE_SHIFT);
 }
 
 /*
@@ -934,9 +962,9 @@ static void btrfs_sf_submit(struct btrfs_sf_bio *sb)
 /*
  * Queue the read of locked physical @folio, of any order, at @bytenr.  The
  * bio belongs to the extent cache's inode, whose "file offset" is the
- * logical address: repair and its messages then name the logical range
- * (for a compressed extent, its region: DOC: btrfs extent cache index
- * space).
+ * folio's position in the extent cache (DOC: btrfs extent cache index
+ * space: the logical address plus its phase's offset, or a compressed
+ * extent's region): repair and its messages name that position.
  */
 static void btrfs_sf_queue_read(struct btrfs_fs_info *fs_info, struct btrfs_sf_bio *sb,
 				struct inode *cache, struct folio *folio, u64 bytenr,
@@ -1397,13 +1425,21 @@ static unsigned int btrfs_sf_collapse(struct btrfs_fs_info *fs_info,
 	order = btrfs_sf_order(b, items, nr, max_order, true);
 	if (!order)
 		return 0;
-	n = 1U << order;
-	end = pos + ((u64)n << PAGE_SHIFT) - 1;
-	if (!btrfs_sf_collapse_ok(mapping, pos >> PAGE_SHIFT, n))
+	if (!btrfs_sf_collapse_ok(mapping, pos >> PAGE_SHIFT, 1U << order))
 		return 0;
+	/*
+	 * A large folio that cannot be had gives way to the next order down,
+	 * as for a read from the disk (btrfs_sf_get_physical()): a PMD-sized
+	 * one often cannot, without reclaim.
+	 */
 	folio = filemap_alloc_folio(readahead_gfp_mask(ec), order);
+	while (!folio && --order)	/* no reclaim under the promote mutex */
+		folio = filemap_alloc_folio(readahead_gfp_mask(ec) &
+					    ~__GFP_DIRECT_RECLAIM, order);
 	if (!folio)
 		return 0;
+	n = 1U << order;
+	end = pos + ((u64)n << PAGE_SHIFT) - 1;
 	/* Truncation, hole punching and remapping of the owner stay out. */
 	if (!filemap_invalidate_trylock_shared(mapping))
 		goto free;
@@ -2270,7 +2306,7 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 	if (idx - first >= last - first + 1)
 		return;
 
-	b.items = kmalloc_array(BTRFS_SF_MAX_BATCH, sizeof(*b.items), GFP_NOFS);
+	b.items = kvmalloc_array(BTRFS_SF_MAX_BATCH, sizeof(*b.items), GFP_NOFS);
 	if (!b.items)
 		return;
 	nofs = memalloc_nofs_save();
@@ -2323,7 +2359,7 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 		btrfs_sf_populate_batch(inode, ra, ra_last, ra, ra_last, false, &b);
 out:
 	memalloc_nofs_restore(nofs);
-	kfree(b.items);
+	kvfree(b.items);
 
 	if (b.hits)
 		shared_folio_count_hits(&fs_info->sf_stats, b.hits);
@@ -2607,8 +2643,8 @@ void btrfs_sf_invalidate_range(struct btrfs_fs_info *fs_info, u64 start, u64 len
 		cond_resched();
 	}
 	/* The regions of compressed extents that start in the range. */
-	if (lstart < BTRFS_SF_COMP_BASE)
+	if (lstart < BTRFS_SF_COMP_LIMIT)
 		btrfs_sf_invalidate_caches(fs_info, btrfs_sf_region(fs_info, lstart),
 					   btrfs_sf_region(fs_info,
-							   min(lend + 1, BTRFS_SF_COMP_BASE)) - 1);
+							   min(lend + 1, BTRFS_SF_COMP_LIMIT)) - 1);
 }

@@ -8,10 +8,10 @@ helpers, so the fields are read directly.
 Vocabulary, as in the kernel: a *physical* folio is a folio of a btrfs
 filesystem's hidden extent-cache inode (indexed by logical address in
 phased 2 MiB granules, and decompressed pages of compressed extents above
-2^57: extent_place()) with a ``struct shared_folio`` descriptor in
+2^62 (2^57 before RFC v15): extent_place()) with a ``struct shared_folio`` descriptor in
 ->private; an *alias* is a ``struct sf_alias`` (a struct page allocated
 from slab, below the vmemmap) in a file's page cache, pointing at its
-physical folio.  A physical folio may be large (order k, up to 8); an
+physical folio.  A physical folio may be large (order k, up to 9); an
 alias is order 0, one page of it (folio_pfn + j for j in [0, 2^k)), or
 large (``struct sf_alias_large``, a whole struct folio: an aligned run of
 2^m of its pages, m <= k); the one descriptor lists the aliases of every
@@ -53,7 +53,11 @@ VMA_WALK_LIMIT = 1 << 20	# never read more VMAs of one mapping
 # the extent's; zoff: None, or the page's offset in the decompressed data.
 Shared = namedtuple("Shared", "fs bytenr zoff folio pfn sf aliases")
 # The extent cache's index space ("DOC: btrfs extent cache index space").
+# RFC v15 on: a space of 2^BTRFS_SF_PHASE_SPACE_SHIFT bytes per phase, the
+# compressed regions from 2^62; RFC v12-v14: a 4 MiB slot per granule, the
+# compressed regions from 2^57 (extent_place() tells them apart).
 COMP_BASE = 1 << 57
+COMP_BASE_V15 = 1 << 62
 GRANULE_SHIFT = 21
 MAX_UNCOMPRESSED = 128 << 10
 CacheEntry = namedtuple("CacheEntry", "index kind folio pfn physical")
@@ -204,11 +208,16 @@ def folio_mapcount(prog, folio):
     return folio._large_mapcount.counter.value_() + 1
 
 
+def entire_mapcount(folio):
+    """The PMDs that map a large folio whole (_entire_mapcount + 1)."""
+    return folio._entire_mapcount.counter.value_() + 1
+
+
 def page_mapcount(prog, folio, pfn):
     """The PTEs that map the page at pfn of folio: folio_mapcount() of an
     order-0 folio, that page's own _mapcount + 1 in a large one (6.12
-    keeps a mapcount per page; its folios here are below PMD order, so no
-    entire mapping adds to it)."""
+    keeps a mapcount per page; a PMD that maps the folio whole counts in
+    entire_mapcount() instead)."""
     if folio_order(prog, folio) == 0:
         return mapcount(folio)
     return mapcount(pfn_to_page(prog, pfn))
@@ -326,13 +335,26 @@ def extent_place(fs_info, index):
     None, or for a decompressed page its compressed extent's logical address
     and its offset in the decompressed data."""
     pos = index << PAGE_SHIFT
-    if pos < COMP_BASE:
+    try:
+        space = fs_info.prog_.constant("BTRFS_SF_PHASE_SPACE_SHIFT").value_()
+    except LookupError:
+        space = None
+    comp_base = COMP_BASE_V15 if space else COMP_BASE
+    if pos < comp_base:
         try:
             phases = fs_info.sf_phases.address_of_()
         except (AttributeError, LookupError):
             return pos, None	# before RFC v12: the logical address itself
+        if space:
+            # phase f's space: f * 2^space + logical + f * 4 KiB
+            phase = pos >> space
+            logical = (pos & ((1 << space) - 1)) - (phase << PAGE_SHIFT)
+            entry = xa_load(phases, logical >> GRANULE_SHIFT) if logical >= 0 else None
+            if not entry or not xa_is_value(entry) or xa_to_value(entry) != phase:
+                return None, None	# not its granule's phase: no place
+            return logical, None
         # a granule of 2 MiB of logical addresses in a 4 MiB slot, from
-        # its phase (DOC: btrfs extent cache index space)
+        # its phase
         granule, within = index >> (GRANULE_SHIFT + 1 - PAGE_SHIFT), \
             index & ((1 << (GRANULE_SHIFT + 1 - PAGE_SHIFT)) - 1)
         entry = xa_load(phases, granule)
@@ -340,8 +362,8 @@ def extent_place(fs_info, index):
             return None, None	# no phase: a page the kernel cannot place
         j = within - xa_to_value(entry)
         return (granule << GRANULE_SHIFT) + (j << PAGE_SHIFT), None
-    sector = (pos - COMP_BASE) // MAX_UNCOMPRESSED
-    return sector * fs_info.sectorsize.value_(), (pos - COMP_BASE) % MAX_UNCOMPRESSED
+    sector = (pos - comp_base) // MAX_UNCOMPRESSED
+    return sector * fs_info.sectorsize.value_(), (pos - comp_base) % MAX_UNCOMPRESSED
 
 
 def place_str(bytenr, zoff):
@@ -815,8 +837,10 @@ def _mapping_checks(prog, s, order, where, memo, bad):
     """The mapping checks of one physical folio (Shared s, of order):
     every PTE of one of its pages lies in the mapping of an alias of that
     page, at the alias's index, read-only, and the page's mapcount counts
-    them; a large folio's mapcount counts them all.  Returns the PTEs
-    found."""
+    them; a PMD that maps a PMD-order folio counts in its entire mapcount
+    instead (6.12), once however many of its pages' aliases lead to it; a
+    large folio's mapcount counts them all.  Returns the mappings found
+    (PTEs and PMDs)."""
     npages = 1 << order
     bypage = {}
     for pfn, aliases in aliases_by_pfn(prog, s.aliases).items():
@@ -830,31 +854,38 @@ def _mapping_checks(prog, s, order, where, memo, bad):
             n = mapcount(pfn_to_page(prog, s.pfn + j))
             if n or j in bypage:
                 counts[j] = n
-    found, walked = 0, True
+    found, walked, pmds = 0, True, set()
     for j in sorted(counts):
         pfn = s.pfn + j
         pw = where if order == 0 else "%s page %d (pfn %#x)" % (where, j, pfn)
         try:
-            ptes, stale = alias_ptes(prog, bypage.get(j, []), pfn, memo)
+            maps, stale = alias_ptes(prog, bypage.get(j, []), pfn, memo)
         except WalkError as e:
             bad.append("%s: %s" % (pw, e))
             walked = False
             continue
+        ptes = [m for m in maps if m.pte.size == 1 << PAGE_SHIFT]
+        for m in maps:
+            if m.pte.size != 1 << PAGE_SHIFT:	# a PMD (or PUD) leaf
+                pmds.add((m.mm.value_(), m.address & ~(m.pte.size - 1)))
         found += len(ptes)
         if len(ptes) != counts[j]:
             bad.append("%s: mapcount %d, %d PTEs in its aliases' mappings%s"
                        % (pw, counts[j], len(ptes),
                           "".join(" [%s]" % _where_pte(m) for m in ptes[:8])))
-        for m in ptes:
+        for m in maps:
             if m.pte.writable:
                 bad.append("%s: mapped writable by %s" % (pw, _where_pte(m)))
         for m in stale:
             bad.append("%s: %s index %d maps pfn %#x, not its alias's page"
                        % (pw, _where_pte(m), m.index, m.pte.pfn))
-    if order and walked and found != folio_mapcount(prog, s.folio):
-        bad.append("%s: folio mapcount %d, %d PTEs in its pages' aliases' mappings"
-                   % (where, folio_mapcount(prog, s.folio), found))
-    return found
+    if order and walked and len(pmds) != entire_mapcount(s.folio):
+        bad.append("%s: entire mapcount %d, %d PMDs in its pages' aliases' mappings"
+                   % (where, entire_mapcount(s.folio), len(pmds)))
+    if order and walked and found + len(pmds) != folio_mapcount(prog, s.folio):
+        bad.append("%s: folio mapcount %d, %d PTEs and %d PMDs in its pages' aliases' mappings"
+                   % (where, folio_mapcount(prog, s.folio), found, len(pmds)))
+    return found + len(pmds)
 
 
 def audit(prog, counted=None):

@@ -202,7 +202,8 @@
  *   (fault-around, filemap_map_pages(), maps its pages in the window;
  *   filemap_fault() hands it to finish_fault() as vmf->page, its own
  *   head page, and finish_fault() maps the physical page at vmf->pgoff:
- *   sf_alias_page_at());
+ *   sf_alias_page_at()); a PMD-order alias is mapped by a PMD where the
+ *   VMA is aligned, as a PMD-order page-cache folio is (sf_alias_map_pmd());
  * - the reverse map: a physical folio's walk in a sharer's VMA covers the
  *   alias's pages and stops at its end (sf_folio_rmap_walk(), and
  *   sf_vma_walk_end() in vma_address_end()), so every PTE is found once,
@@ -223,9 +224,12 @@
  * wait does), sf_alias_unshare(), and shared_folio_overwrite() for a large
  * alias across an edge of the range a write fills, so that the write
  * replaces only the aliases of the pages it fills (one that it fills whole
- * is removed whole).  A split leaves the PTEs as they are: each page's
- * order-0 alias covers its PTEs from then on.  Not mapped by a PMD: an
- * alias is at most 1 MiB today.  fadvise(POSIX_FADV_DONTNEED) of part of
+ * is removed whole; the overwrite splits into aliases of the largest order
+ * at which the edge is a boundary, sf_split_edges()).  A split leaves the
+ * PTEs as they are: each new alias covers its PTEs from then on.  It zaps the PMDs that map
+ * the alias in its file first (sf_alias_split_pmds()): a PMD covers the
+ * pages of 2^9 order-0 aliases, whose walks would each find it; the file's
+ * processes fault PTEs again.  fadvise(POSIX_FADV_DONTNEED) of part of
  * a large alias keeps it (invalidate_mapping_pages() passes over a folio
  * that straddles the range), and drop-behind keeps one that goes on past
  * the read.
@@ -1351,34 +1355,69 @@ static void sf_alias_break(struct address_space *mapping, struct folio *alias)
 }
 
 /*
- * Split @alias, a large alias in @mapping, into order-0 aliases of the
- * same pages, one a page, so that a path that works on order-0 folios of
- * the file keeps them shared (DOC: Large aliases): as split_huge_page()
- * splits a page-cache folio, one xarray split and a store a page, under
- * the xa_lock.  The order-0 aliases are allocated, charged to the caller,
- * before any lock; the physical folio is locked first, as for any alias
- * added, then @alias.  Where the split cannot be had (no memory) @alias
- * is removed whole (sf_alias_break()), unmapped first.  Either way it
- * is counted as a break.  @alias's reference is consumed.
+ * Before @alias, PMD-order and locked, is split: zap the PMDs that map its
+ * physical folio (locked) in @mapping's VMAs, as try_to_unmap() splits a
+ * file PMD (a file VMA's PMD is cleared, and faults map PTEs again).  A PMD
+ * mapping is found by the reverse-map walk of every alias over its range,
+ * so after the split each of 2^9 order-0 aliases would find it again.
+ */
+static void sf_alias_split_pmds(struct address_space *mapping,
+				struct folio *alias, struct folio *folio)
+{
+	struct vm_area_struct *vma;
+	unsigned long address;
+
+	if (!IS_ENABLED(CONFIG_TRANSPARENT_HUGEPAGE) ||
+	    folio_order(alias) != PMD_ORDER || !folio_entire_mapcount(folio))
+		return;
+	i_mmap_lock_read(mapping);
+	vma_interval_tree_foreach(vma, &mapping->i_mmap, alias->index,
+				  alias->index) {
+		address = vma_address(vma, alias->index, 1);
+		if (address != -EFAULT)
+			split_huge_pmd_address(vma, address, false, folio);
+	}
+	i_mmap_unlock_read(mapping);
+}
+
+/*
+ * Split @alias, a large alias in @mapping, into aliases of order
+ * @new_order of the same pages, so that a path that works on order-0
+ * folios of the file keeps them shared (DOC: Large aliases), or so that
+ * an overwrite fills whole the ones it covers: as split_huge_page_to_list
+ * _to_order() splits a page-cache folio, one xarray split and a store an
+ * alias, under the xa_lock.  The new aliases are allocated, charged to
+ * the caller, before any lock; the physical folio is locked first, as for
+ * any alias added, then @alias.  Where the split cannot be had (no
+ * memory) @alias is removed whole (sf_alias_break()), unmapped first.
+ * Either way it is counted as a break.  @alias's reference is consumed.
  *
  * Context: process context, no folio lock held; sleeps.
  */
 static void sf_alias_split(struct address_space *mapping, struct folio *alias,
-			   gfp_t gfp)
+			   unsigned int new_order, gfp_t gfp)
 {
-	unsigned int order = folio_order(alias), nr = 1U << order, i = 0;
-	XA_STATE(xas, &mapping->i_pages, alias->index);
+	unsigned int order = folio_order(alias), i = 0;
+	unsigned int nr = 1U << (order - new_order);
+	XA_STATE_ORDER(xas, &mapping->i_pages, alias->index, new_order);
 	struct folio *folio = sf_alias_physical(alias);
+	struct sf_alias_large *l;
 	struct shared_folio *sf;
 	struct sf_alias **small;
 	bool split = false;
 	pgoff_t index;
 
+	VM_WARN_ON_ONCE_FOLIO(new_order >= order, alias);
 	gfp &= GFP_RECLAIM_MASK;
 	small = kmalloc_array(nr, sizeof(*small), gfp);
 	if (small) {
 		for (i = 0; i < nr; i++) {
-			small[i] = sf_alias_alloc(gfp);
+			if (new_order) {
+				l = sf_alias_large_alloc(gfp);
+				small[i] = l ? folio_sf_alias(&l->folio) : NULL;
+			} else {
+				small[i] = sf_alias_alloc(gfp);
+			}
 			if (!small[i])
 				break;
 		}
@@ -1396,6 +1435,7 @@ static void sf_alias_split(struct address_space *mapping, struct folio *alias,
 	}
 	sf = sf_alias_descriptor(folio_sf_alias(alias));
 	index = alias->index;
+	sf_alias_split_pmds(mapping, alias, folio);
 	/*
 	 * Not bounded by max_sharing: the split adds objects to walk, but no
 	 * PTE, and a removal would zap the alias's pages in every process
@@ -1403,14 +1443,17 @@ static void sf_alias_split(struct address_space *mapping, struct folio *alias,
 	 */
 	if (i == nr && !xas_error(&xas)) {
 		for (i = 0; i < nr; i++)
-			sf_alias_init(small[i], folio, sf_alias_page(alias) + i, 0,
-				      sf, mapping, index + i);
+			sf_alias_init(small[i], folio,
+				      sf_alias_page(alias) + (i << new_order),
+				      new_order, sf, mapping,
+				      index + (i << new_order));
 		xas_lock_irq(&xas);
 		xas_reset(&xas);
 		if (xas_load(&xas) == alias) {
 			xas_split(&xas, alias, order);
 			for (i = 0; i < nr; i++) {
-				xas_set(&xas, index + i);
+				/* Each entry of order @new_order (xas's). */
+				xas_set(&xas, index + (i << new_order));
 				xas_store(&xas, sf_alias_to_folio(small[i]));
 				sf_alias_link(small[i], folio);
 			}
@@ -1425,7 +1468,7 @@ static void sf_alias_split(struct address_space *mapping, struct folio *alias,
 		if (split) {
 			shared_folio_count_breaks(sf->stats, 1);
 			/* The page cache's references; the caller's remains. */
-			folio_put_refs(alias, nr);
+			folio_put_refs(alias, 1U << order);
 		} else {
 			for (i = 0; i < nr; i++)
 				sf_alias_discard(small[i], folio);
@@ -1439,8 +1482,12 @@ unlock:
 	folio_unlock(folio);
 	folio_put(alias);
 	xas_destroy(&xas);
-	while (i--)
-		kmem_cache_free(sf_alias_cache, small[i]);
+	while (i--) {
+		if (new_order)
+			kmem_cache_free(sf_alias_large_cache, sf_alias_large(small[i]));
+		else
+			kmem_cache_free(sf_alias_cache, small[i]);
+	}
 	kfree(small);
 }
 
@@ -1478,7 +1525,7 @@ struct folio *sf_alias_unshare(struct address_space *mapping,
 	size_t tail;
 
 	if (folio_test_large(alias)) {
-		sf_alias_split(mapping, alias, gfp);
+		sf_alias_split(mapping, alias, 0, gfp);
 		return NULL;
 	}
 	new = sf_private_alloc(gfp);
@@ -1615,13 +1662,16 @@ static struct folio *sf_large_alias_at(struct address_space *mapping,
 }
 
 /*
- * Split into order-0 aliases of the same pages (removed where those cannot
- * be had) the large aliases of @mapping that a write of [@first, @end],
+ * Split the large aliases of @mapping that a write of [@first, @end],
  * whose chunk [@first, @last] comes next, fills only in part: the one that
  * holds @first and starts before it, and the one that holds @end and goes
  * on past it, if the chunk reaches it (a later chunk splits it otherwise).
- * A large alias inside [@first, @end] stays whole (sf_alias_overwrite()
- * removes it).
+ * Each into aliases of the largest order at which the write's edge in it
+ * is a boundary (order 0 at worst; removed where they cannot be had), so
+ * that the write fills whole the ones it covers: a write of 1 MiB into an
+ * alias of 2 MiB leaves two of 1 MiB, one for it and one for the next
+ * write of a sequential writer.  A large alias inside [@first, @end] stays
+ * whole (sf_alias_overwrite() removes it).
  *
  * Context: process context, no folio lock held; sleeps (folio locks,
  * allocations with @gfp).
@@ -1634,12 +1684,18 @@ static void sf_split_edges(struct address_space *mapping, pgoff_t first,
 	alias = sf_large_alias_at(mapping, first);
 	/* Its index is fixed: a large alias is never moved. */
 	if (alias && alias->index < first)
-		sf_alias_split(mapping, alias, gfp);
+		sf_alias_split(mapping, alias,
+			       min_t(unsigned int, folio_order(alias) - 1,
+				     __ffs(first - alias->index)),
+			       gfp);
 	else if (alias)
 		folio_put(alias);
 	alias = sf_large_alias_at(mapping, end);
 	if (alias && alias->index <= last && folio_next_index(alias) - 1 > end)
-		sf_alias_split(mapping, alias, gfp);
+		sf_alias_split(mapping, alias,
+			       min_t(unsigned int, folio_order(alias) - 1,
+				     __ffs(end + 1 - alias->index)),
+			       gfp);
 	else if (alias)
 		folio_put(alias);
 }
@@ -2058,6 +2114,45 @@ unshare:
 	if (new)
 		folio_put(new);
 	return 0;
+}
+
+/**
+ * sf_alias_map_pmd() - map a PMD-sized alias's physical folio with a PMD
+ * @vmf: a read fault in the PMD that @alias covers
+ * @alias: a locked alias, referenced by the caller, who keeps the reference
+ *
+ * A read fault, or fault-around, maps a PMD-order alias as the page cache
+ * maps a PMD-order folio: do_set_pmd() on its physical folio, which is
+ * PMD-order too (an alias is never larger than its folio), with a reference
+ * of the PMD's own.  Not where its pages may not be mapped (the checks of
+ * filemap_fault() and filemap_map_pages() for any alias), nor for an
+ * unshare fault (FAULT_FLAG_UNSHARE, a long-term pin or the populate of an
+ * mlock that must not pin the shared page: see sf_gup_must_unshare()),
+ * which would map the PMD again after wp_huge_pmd() split it; the PTE
+ * fault that follows unshares the page.  do_set_pmd() checks the VMA's
+ * alignment and THP settings.
+ *
+ * Return: 0 if mapped, else do_set_pmd()'s: VM_FAULT_FALLBACK (map PTEs),
+ * or VM_FAULT_OOM.
+ */
+vm_fault_t sf_alias_map_pmd(struct vm_fault *vmf, struct folio *alias)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct folio *folio = sf_alias_physical(alias);
+	vm_fault_t ret;
+
+	VM_WARN_ON_ONCE_FOLIO(!folio_test_locked(alias), alias);
+	if (!IS_ENABLED(CONFIG_TRANSPARENT_HUGEPAGE) ||
+	    folio_order(alias) != PMD_ORDER ||
+	    (vmf->flags & (FAULT_FLAG_UNSHARE | FAULT_FLAG_WRITE)) ||
+	    !sf_vma_may_map(vma) || sf_alias_past_eof(alias->mapping, alias) ||
+	    ((vma->vm_flags & VM_LOCKED) && !sf_folio_may_mlock(folio, vma)))
+		return VM_FAULT_FALLBACK;
+	folio_get(folio);
+	ret = do_set_pmd(vmf, &folio->page);
+	if (ret)
+		folio_put(folio);
+	return ret;
 }
 
 /* ==================== migration ==================== */
@@ -2613,10 +2708,12 @@ static bool sf_audit_one(struct folio *folio, struct vm_area_struct *vma,
 			 unsigned long address, void *arg)
 {
 	DEFINE_FOLIO_VMA_WALK(pvmw, folio, vma, address, 0);
-	unsigned long *ptes = arg;
+	unsigned long *counts = arg;	/* mappings found, PMDs among them */
 
-	while (page_vma_mapped_walk(&pvmw))
-		(*ptes)++;
+	while (page_vma_mapped_walk(&pvmw)) {
+		counts[0]++;
+		counts[1] += !pvmw.pte;
+	}
 	return true;
 }
 
@@ -2626,12 +2723,13 @@ static bool sf_audit_one(struct folio *folio, struct vm_area_struct *vma,
  * its aliases (a physical folio without aliases must be unmapped).  Faults
  * and zaps do not take the physical folio lock, so the figures are exact
  * only on a quiet system, as after a test.  The first line counts the
- * folios by order, the second their aliases by order, the last one sums
- * up.
+ * folios by order, the second their aliases by order, the third the PMDs
+ * that map them (each counts once in a folio's mapcount, as a PTE does),
+ * the last one sums up ("ptes": pages mapped, all of a folio's for a PMD).
  */
 static int sf_audit_show(struct seq_file *m, void *v)
 {
-	unsigned long pfn, folios = 0, mapped = 0, ptes_all = 0, bad = 0;
+	unsigned long pfn, folios = 0, mapped = 0, ptes_all = 0, pmds = 0, bad = 0;
 	unsigned long orders[MAX_PAGE_ORDER + 1] = { };
 	unsigned long aorders[MAX_PAGE_ORDER + 1] = { };
 	struct shared_folio *sf;
@@ -2641,7 +2739,7 @@ static int sf_audit_show(struct seq_file *m, void *v)
 	for (pfn = 0; pfn < max_pfn; pfn++) {
 		struct page *page = pfn_to_online_page(pfn);
 		struct rmap_walk_control rwc = { .rmap_one = sf_audit_one };
-		unsigned long ptes = 0;
+		unsigned long ptes[2] = { };
 		struct folio *folio;
 		int mapcount;
 
@@ -2671,13 +2769,16 @@ static int sf_audit_show(struct seq_file *m, void *v)
 			spin_unlock_irq(&sf->lock);
 		}
 		mapcount = folio_mapcount(folio);
-		rwc.arg = &ptes;
+		rwc.arg = ptes;
 		rmap_walk(folio, &rwc);
 		mapped += !!mapcount;
-		ptes_all += ptes;
-		if (ptes != mapcount && ++bad <= 10)
-			seq_printf(m, "mismatch: pfn %#lx mapcount %d ptes %lu aliases %u\n",
-				   pfn, mapcount, ptes, sf_folio_nr_aliases(folio));
+		/* Pages mapped: a PMD maps all of the folio's. */
+		ptes_all += ptes[0] - ptes[1] + ptes[1] * folio_nr_pages(folio);
+		pmds += ptes[1];
+		if (ptes[0] != mapcount && ++bad <= 10)
+			seq_printf(m, "mismatch: pfn %#lx mapcount %d ptes %lu pmds %lu aliases %u\n",
+				   pfn, mapcount, ptes[0], ptes[1],
+				   sf_folio_nr_aliases(folio));
 unlock:
 		folio_unlock(folio);
 put:
@@ -2691,6 +2792,7 @@ put:
 	for (order = 0; order <= MAX_PAGE_ORDER; order++)
 		if (aorders[order])
 			seq_printf(m, " %u:%lu", order, aorders[order]);
+	seq_printf(m, "\npmds %lu", pmds);
 	seq_printf(m, "\nfolios %lu mapped %lu ptes %lu mismatches %lu\n",
 		   folios, mapped, ptes_all, bad);
 	return 0;

@@ -52,6 +52,7 @@ bool rmap_walk_file_mapping(struct folio *folio, struct address_space *mapping,
 			    pgoff_t pgoff_start, unsigned long nr_pages,
 			    struct rmap_walk_control *rwc, bool locked);
 vm_fault_t sf_folio_wp_fault(struct vm_fault *vmf, struct folio *folio);
+vm_fault_t sf_alias_map_pmd(struct vm_fault *vmf, struct folio *alias);
 unsigned long sf_vma_walk_end(struct vm_area_struct *vma, unsigned long address);
 
 #ifdef CONFIG_SHARED_FOLIO

@@ -80,6 +80,8 @@ static int sf_test_init(struct kunit *test)
 	ctx->cache = alloc_anon_inode(ctx->mnt->mnt_sb);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(ctx->cache));
 	ctx->cache->i_mapping->a_ops = &shared_folio_aops;
+	/* As btrfs's extent cache (PMD-order folios account as THPs). */
+	mapping_set_large_folios(ctx->cache->i_mapping);
 	i_size_write(ctx->cache, (loff_t)SF_TEST_PAGES << PAGE_SHIFT);
 	for (i = 0; i < SF_TEST_FILES; i++) {
 		ctx->file[i] = alloc_anon_inode(ctx->mnt->mnt_sb);
@@ -665,11 +667,21 @@ static int sf_test_mmap_nomap(struct file *file, struct vm_area_struct *vma)
 
 static const struct file_operations sf_test_fops = { .mmap = sf_test_mmap };
 static const struct file_operations sf_test_fops_nomap = { .mmap = sf_test_mmap_nomap };
+/* As btrfs's: mappings of 2 MiB or more at an address aligned for a PMD. */
+static const struct file_operations sf_test_fops_pmd = {
+	.mmap = sf_test_mmap,
+	.get_unmapped_area = thp_get_unmapped_area,
+};
+
+static const struct file_operations sf_test_fops_pmd_nomap = {
+	.mmap = sf_test_mmap_nomap,
+	.get_unmapped_area = thp_get_unmapped_area,
+};
 
 /* A MAP_SHARED mapping of a file opened for writing is VM_SHARED. */
-static unsigned long sf_test_mmap_file(struct kunit *test, int i,
-				       const struct file_operations *fops,
-				       unsigned long flags)
+static unsigned long __sf_test_mmap_file(struct kunit *test, int i,
+					 const struct file_operations *fops,
+					 unsigned long flags, unsigned long len)
 {
 	struct sf_test_ctx *ctx = test->priv;
 	struct file *file;
@@ -682,11 +694,18 @@ static unsigned long sf_test_mmap_file(struct kunit *test, int i,
 		iput(ctx->file[i]);
 		KUNIT_FAIL_AND_ABORT(test, "alloc_file_pseudo: %ld", PTR_ERR(file));
 	}
-	addr = kunit_vm_mmap(test, file, 0, SF_TEST_PAGES << PAGE_SHIFT,
-			     PROT_READ, flags, 0);
+	addr = kunit_vm_mmap(test, file, 0, len, PROT_READ, flags, 0);
 	fput(file);		/* the mapping holds the file */
 	KUNIT_ASSERT_FALSE(test, IS_ERR_VALUE(addr) || !addr);
 	return addr;
+}
+
+static unsigned long sf_test_mmap_file(struct kunit *test, int i,
+				       const struct file_operations *fops,
+				       unsigned long flags)
+{
+	return __sf_test_mmap_file(test, i, fops, flags,
+				   SF_TEST_PAGES << PAGE_SHIFT);
 }
 
 /* get_user() of one byte: a page fault if the page is not mapped yet. */
@@ -1303,6 +1322,92 @@ static void sf_test_large_alias_mapped(struct kunit *test)
 }
 
 /*
+ * A PMD-order alias of a PMD-order physical folio is mapped by a PMD where
+ * the VMA is aligned for one (sf_alias_map_pmd()), by fault-around and by
+ * finish_fault(), with a reference of its own on the physical folio; the
+ * reverse map finds each PMD once; migration moves it with a PMD migration
+ * entry and maps the new folio's head again (remove_migration_pte()); a
+ * split of one file's alias zaps that file's PMD first (each of 512
+ * order-0 aliases' walks would find it) and leaves the other file's.
+ */
+static void sf_test_pmd_alias(struct kunit *test)
+{
+	struct sf_test_ctx *ctx = test->priv;
+	struct address_space *map0 = sf_test_map(test, 0);
+	struct address_space *map1 = sf_test_map(test, 1);
+	struct folio *folio, *alias, *new;
+	unsigned long a0, a1, pfn0;
+	struct sf_test_ptes p;
+	int refs;
+
+	if (!IS_ENABLED(CONFIG_TRANSPARENT_HUGEPAGE))
+		kunit_skip(test, "no PMD-sized page cache folios");
+	i_size_write(ctx->file[0], PMD_SIZE);
+	i_size_write(ctx->file[1], PMD_SIZE);
+	folio = sf_test_physical_large(test, 2 << PMD_ORDER, PMD_ORDER, 0x10);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, &folio->page,
+							   PMD_ORDER, map0, 0,
+							   NULL, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, &folio->page,
+							   PMD_ORDER, map1, 0,
+							   NULL, GFP_KERNEL), 0);
+	folio_unlock(folio);
+	a0 = __sf_test_mmap_file(test, 0, &sf_test_fops_pmd_nomap, MAP_PRIVATE,
+				 PMD_SIZE);
+	a1 = __sf_test_mmap_file(test, 1, &sf_test_fops_pmd, MAP_SHARED, PMD_SIZE);
+	KUNIT_ASSERT_TRUE(test, IS_ALIGNED(a0, PMD_SIZE) && IS_ALIGNED(a1, PMD_SIZE));
+
+	/* finish_fault(), then fault-around: a PMD each, a reference each. */
+	refs = folio_ref_count(folio);
+	KUNIT_EXPECT_EQ(test, sf_test_touch(a0 + 5 * PAGE_SIZE), 0x15);
+	KUNIT_EXPECT_EQ(test, sf_test_touch(a1 + 300 * PAGE_SIZE), (0x10 + 300) & 0xff);
+	KUNIT_EXPECT_EQ(test, folio_entire_mapcount(folio), 2);
+	KUNIT_EXPECT_EQ(test, folio_mapcount(folio), 2);
+	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), refs + 2);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.breaks), 0);
+	p = sf_test_walk(folio);
+	KUNIT_EXPECT_EQ(test, p.nr, 2);
+	KUNIT_EXPECT_TRUE(test, sf_test_walk_has(&p, a0));
+	KUNIT_EXPECT_TRUE(test, sf_test_walk_has(&p, a1));
+
+	/* Migration: the PMDs map the new folio's pages, page for page. */
+	pfn0 = folio_pfn(folio);
+	sf_test_migrate(test, folio);	/* our reference goes */
+	alias = xa_load(&map0->i_pages, 0);
+	KUNIT_ASSERT_TRUE(test, alias && folio_is_sf_alias(alias));
+	new = sf_alias_physical(alias);
+	KUNIT_EXPECT_NE(test, folio_pfn(new), pfn0);
+	KUNIT_EXPECT_EQ(test, folio_entire_mapcount(new), 2);
+	KUNIT_EXPECT_EQ(test, sf_test_touch(a0 + 511 * PAGE_SIZE), (0x10 + 511) & 0xff);
+	KUNIT_EXPECT_EQ(test, sf_test_touch(a1 + 7 * PAGE_SIZE), 0x17);
+	KUNIT_EXPECT_EQ(test, folio_entire_mapcount(new), 2);
+
+	/* A split of file 0's alias zaps its PMD only; PTEs come back. */
+	alias = filemap_get_folio(map0, 7);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(alias));
+	KUNIT_EXPECT_FALSE(test, folio_test_large(alias));
+	folio_put(alias);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.breaks), 1);
+	KUNIT_EXPECT_EQ(test, folio_entire_mapcount(new), 1);
+	KUNIT_EXPECT_EQ(test, folio_mapcount(new), 1);
+	KUNIT_EXPECT_EQ(test, sf_test_touch(a0 + 7 * PAGE_SIZE), 0x17);
+	KUNIT_EXPECT_EQ(test, folio_entire_mapcount(new), 1);
+	p = sf_test_walk(new);
+	KUNIT_EXPECT_EQ(test, p.nr, folio_mapcount(new));
+	KUNIT_EXPECT_TRUE(test, sf_test_walk_has(&p, a0 + 7 * PAGE_SIZE));
+	KUNIT_EXPECT_TRUE(test, sf_test_walk_has(&p, a1));
+
+	vm_munmap(a0, PMD_SIZE);
+	vm_munmap(a1, PMD_SIZE);
+	flush_delayed_fput();
+	KUNIT_EXPECT_FALSE(test, folio_mapped(new));
+	truncate_inode_pages(map0, 0);
+	truncate_inode_pages(map1, 0);
+	truncate_inode_pages(ctx->cache->i_mapping, 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.aliases), 0);
+}
+
+/*
  * A file's private folio becomes the physical folio in place: the same
  * memory, in the cache at the disk index, an alias in the file's slot.
  * Another reference (a reader between its lookup and its use, which
@@ -1432,16 +1537,44 @@ static void sf_test_overwrite_large_alias(struct kunit *test)
 
 	/*
 	 * File 1's 8-9 of a write of 8-11: the alias of 8-15 goes on past
-	 * the write's end, so it is split, and only the chunk's pages go.
+	 * the write's end, so it is split in two of order 2, at the write's
+	 * end; the write fills 8-11 whole, which goes, and 12-15 stays.
 	 */
 	folio_lock(folio);
 	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, folio_page(folio, 0),
 							   3, map1, 8, NULL,
 							   GFP_KERNEL), 0);
 	folio_unlock(folio);
-	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map1, 8, 9, 11, GFP_KERNEL), 2);
+	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map1, 8, 9, 11, GFP_KERNEL), 1);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.breaks), 2);
-	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 6);
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 1);
+	KUNIT_EXPECT_EQ(test, map1->nrpages, 4);
+	other = xa_load(&map1->i_pages, 13);
+	KUNIT_ASSERT_TRUE(test, other && folio_is_sf_alias(other));
+	KUNIT_EXPECT_EQ(test, other->index, 12);
+	KUNIT_EXPECT_EQ(test, folio_order(other), 2);
+	KUNIT_EXPECT_EQ(test, folio_pfn(other), folio_pfn(folio) + 4);
+	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map1, 10, 11, 11, GFP_KERNEL), 0);
+	truncate_inode_pages(map1, 0);
+
+	/*
+	 * A write of 9-9: split at its first edge, which only order 0
+	 * allows (a split is uniform, as in 6.12's page cache), and 9
+	 * replaced.
+	 */
+	folio_lock(folio);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, folio_page(folio, 0),
+							   3, map1, 8, NULL,
+							   GFP_KERNEL), 0);
+	folio_unlock(folio);
+	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map1, 9, 9, 9, GFP_KERNEL), 1);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.breaks), 3);
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 7);
+	other = xa_load(&map1->i_pages, 11);
+	KUNIT_ASSERT_TRUE(test, other && folio_is_sf_alias(other));
+	KUNIT_EXPECT_EQ(test, folio_order(other), 0);
+	other = xa_load(&map1->i_pages, 9);
+	KUNIT_ASSERT_TRUE(test, other && !folio_is_sf_alias(other));
 	truncate_inode_pages(map1, 0);
 
 	/* The same write of a file with a VMA: the chunk's pages only. */
@@ -1452,9 +1585,10 @@ static void sf_test_overwrite_large_alias(struct kunit *test)
 	folio_unlock(folio);
 	addr = sf_test_mmap_file(test, 1, &sf_test_fops, MAP_SHARED);
 	KUNIT_EXPECT_EQ(test, sf_test_touch(addr + 12 * PAGE_SIZE), 0x54);
-	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map1, 8, 9, 15, GFP_KERNEL), 2);
-	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.breaks), 3);
-	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 6);
+	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map1, 8, 9, 15, GFP_KERNEL), 1);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.breaks), 4);
+	/* Split in order-1 aliases at the chunk's end: 8-9 went. */
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 3);
 	/* Page 12 is still shared, and still mapped; 8 and 9 are not. */
 	p = sf_test_walk(folio);
 	KUNIT_EXPECT_TRUE(test, sf_test_walk_has(&p, addr + 12 * PAGE_SIZE));
@@ -1486,6 +1620,7 @@ static struct kunit_case shared_folio_test_cases[] = {
 	KUNIT_CASE(sf_test_large_alias),
 	KUNIT_CASE(sf_test_large_alias_mapped),
 	KUNIT_CASE(sf_test_overwrite_large_alias),
+	KUNIT_CASE(sf_test_pmd_alias),
 	{}
 };
 

@@ -2,13 +2,14 @@
 /*
  * maptouch: map a file, touch every page, and report what is mapped.
  *
- *   maptouch [-P] [-F] [-L] FILE OUT
+ *   maptouch [-A] [-P] [-F] [-L|-O] FILE OUT
  *                              map FILE whole, read-only (MAP_SHARED, or
  *                              MAP_PRIVATE with -P), read a byte of every
  *                              page, write OUT.0; on each SIGUSR1 touch the
  *                              pages again and write OUT.1, OUT.2, ...; exit
  *                              0 on SIGTERM.  OUT.k: "sum S pages N pss KB
- *                              rss KB", then "INDEX PFN" per page (PFN 0:
+ *                              rss KB pmd KB" (pmd: FilePmdMapped), then
+ *                              "INDEX PFN" per page (PFN 0:
  *                              not present).  Written whole, then renamed.
  *                              -F: then fork a child that keeps the mapping
  *                              and reports to OUT.c.K alike (with -P the
@@ -18,6 +19,9 @@
  *                              -L: mlock() the mapping after the first touch
  *                              (before the first report); -O: the same with
  *                              mlock2(MLOCK_ONFAULT), which populates nothing.
+ *                              -A: map at an address aligned to 2 MiB, so
+ *                              that a PMD can map each aligned 2 MiB of the
+ *                              file.
  *   maptouch -w OFF STR FILE   write STR at byte OFF of FILE through a
  *                              MAP_SHARED mapping (or with -P a MAP_PRIVATE
  *                              one, which must leave FILE unchanged), msync,
@@ -63,14 +67,14 @@ static uint64_t pfn_of(int pm, unsigned long addr)
 	return (e >> 63) & 1 ? e & ((1ULL << 55) - 1) : 0;
 }
 
-/* Pss and Rss (kB) of the mapping that starts at @start, from smaps. */
-static void smaps_of(unsigned long start, long *pss, long *rss)
+/* Pss, Rss and FilePmdMapped (kB) of the mapping at @start, from smaps. */
+static void smaps_of(unsigned long start, long *pss, long *rss, long *pmd)
 {
 	FILE *f = fopen("/proc/self/smaps", "r");
 	char line[512];
 	int in = 0;
 
-	*pss = *rss = -1;
+	*pss = *rss = *pmd = -1;
 	if (!f)
 		die("open smaps");
 	while (fgets(line, sizeof(line), f)) {
@@ -85,6 +89,8 @@ static void smaps_of(unsigned long start, long *pss, long *rss)
 			*pss = strtol(line + 4, NULL, 10);
 		if (in && !strncmp(line, "Rss:", 4))
 			*rss = strtol(line + 4, NULL, 10);
+		if (in && !strncmp(line, "FilePmdMapped:", 14))
+			*pmd = strtol(line + 14, NULL, 10);
 	}
 	fclose(f);
 }
@@ -93,7 +99,7 @@ static void report(const char *out, int k, const unsigned char *p, size_t pages)
 {
 	char tmp[4096], name[4096];
 	uint64_t sum = 0;
-	long pss, rss;
+	long pss, rss, pmd;
 	int pm;
 	FILE *f;
 	size_t i, j;
@@ -104,13 +110,14 @@ static void report(const char *out, int k, const unsigned char *p, size_t pages)
 	pm = open("/proc/self/pagemap", O_RDONLY);
 	if (pm < 0)
 		die("open pagemap");
-	smaps_of((unsigned long)p, &pss, &rss);
+	smaps_of((unsigned long)p, &pss, &rss, &pmd);
 	snprintf(name, sizeof(name), "%s.%d", out, k);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
 	f = fopen(tmp, "w");
 	if (!f)
 		die(tmp);
-	fprintf(f, "sum %016" PRIx64 " pages %zu pss %ld rss %ld\n", sum, pages, pss, rss);
+	fprintf(f, "sum %016" PRIx64 " pages %zu pss %ld rss %ld pmd %ld\n",
+		sum, pages, pss, rss, pmd);
 	for (i = 0; i < pages; i++)
 		fprintf(f, "%zu %" PRIu64 "\n", i, pfn_of(pm, (unsigned long)p + i * psz));
 	if (fclose(f) || rename(tmp, name))
@@ -195,7 +202,7 @@ static int do_pid(const char *pid, const char *match)
 
 int main(int argc, char **argv)
 {
-	int private = 0, write = 0, fork_child = 0, lock = 0, opt, fd, k = 0;
+	int private = 0, write = 0, fork_child = 0, lock = 0, align = 0, opt, fd, k = 0;
 	pid_t child = 0;
 	char cout[4096];
 	const char *wstr = NULL, *pid = NULL;
@@ -206,8 +213,11 @@ int main(int argc, char **argv)
 	volatile unsigned char sink = 0;
 
 	psz = sysconf(_SC_PAGESIZE);
-	while ((opt = getopt(argc, argv, "PFLOw:p:")) != -1) {
+	while ((opt = getopt(argc, argv, "APFLOw:p:")) != -1) {
 		switch (opt) {
+		case 'A':
+			align = 1;
+			break;
 		case 'L':
 			lock = 1;
 			break;
@@ -250,8 +260,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "maptouch: %s is empty\n", argv[optind]);
 		return 1;
 	}
-	p = mmap(NULL, pages * psz, PROT_READ | (private && fork_child ? PROT_WRITE : 0),
-		 private ? MAP_PRIVATE : MAP_SHARED, fd, 0);
+	p = NULL;
+	if (align) {
+		/* reserve 2 MiB more, then map over its first aligned address */
+		const size_t pmd = 2UL << 20;
+		unsigned char *r = mmap(NULL, pages * psz + pmd, PROT_NONE,
+					MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+		if (r == MAP_FAILED)
+			die("mmap reserve");
+		p = (unsigned char *)(((uintptr_t)r + pmd - 1) & ~(uintptr_t)(pmd - 1));
+	}
+	p = mmap(p, pages * psz, PROT_READ | (private && fork_child ? PROT_WRITE : 0),
+		 (private ? MAP_PRIVATE : MAP_SHARED) | (align ? MAP_FIXED : 0), fd, 0);
 	if (p == MAP_FAILED)
 		die("mmap");
 	signal(SIGUSR1, on_sig);
@@ -289,6 +310,6 @@ int main(int argc, char **argv)
 		again = 0;
 	}
 usage:
-	fprintf(stderr, "usage: maptouch [-P] FILE OUT | maptouch [-P] -w OFF STR FILE | maptouch -p PID MATCH\n");
+	fprintf(stderr, "usage: maptouch [-A] [-P] [-F] [-L|-O] FILE OUT | maptouch [-P] -w OFF STR FILE | maptouch -p PID MATCH\n");
 	return 1;
 }
