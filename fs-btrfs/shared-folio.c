@@ -128,8 +128,9 @@
  * reflink at the same offset aligns as its extent does on disk.
  *
  * Read faults map them as they are (their populate installs them as a
- * read does); a write fault, a write or any other lookup of one index
- * splits them into order-0 aliases first.  A reader with drop-behind on
+ * read does), with a PMD where both are PMD-sized; a write fault or any
+ * other lookup of one index splits them into order-0 aliases first, and a
+ * write into the largest aliases its edges allow.  A reader with drop-behind on
  * gets order-0 aliases only.
  * /sys/fs/btrfs/<uuid>/shared_folio/large_aliases (default 1) turns them
  * off for reads that start afterwards.

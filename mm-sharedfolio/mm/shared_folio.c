@@ -224,9 +224,10 @@
  * wait does), sf_alias_unshare(), and shared_folio_overwrite() for a large
  * alias across an edge of the range a write fills, so that the write
  * replaces only the aliases of the pages it fills (one that it fills whole
- * is removed whole; the overwrite splits into aliases of the largest order
- * at which the edge is a boundary, sf_split_edges()).  A split leaves the
- * PTEs as they are: each new alias covers its PTEs from then on.  It zaps the PMDs that map
+ * is removed whole; the overwrite splits into aliases of the largest
+ * order at which the edge is a boundary, sf_split_edges()).  A split
+ * leaves the PTEs as they are: each new alias covers its PTEs from then
+ * on.  It zaps the PMDs that map
  * the alias in its file first (sf_alias_split_pmds()): a PMD covers the
  * pages of 2^9 order-0 aliases, whose walks would each find it; the file's
  * processes fault PTEs again.  fadvise(POSIX_FADV_DONTNEED) of part of
@@ -1407,7 +1408,16 @@ static void sf_alias_split(struct address_space *mapping, struct folio *alias,
 	bool split = false;
 	pgoff_t index;
 
-	VM_WARN_ON_ONCE_FOLIO(new_order >= order, alias);
+	if (WARN_ON_ONCE(new_order >= order)) {
+		folio_put(alias);
+		return;
+	}
+	/*
+	 * Nodes that xas_split_alloc() allocates may end up holding shadow
+	 * entries: they go on the workingset's node list, as for
+	 * split_huge_page_to_list_to_order().
+	 */
+	mapping_set_update(&xas, mapping);
 	gfp &= GFP_RECLAIM_MASK;
 	small = kmalloc_array(nr, sizeof(*small), gfp);
 	if (small) {
@@ -1444,7 +1454,7 @@ static void sf_alias_split(struct address_space *mapping, struct folio *alias,
 	if (i == nr && !xas_error(&xas)) {
 		for (i = 0; i < nr; i++)
 			sf_alias_init(small[i], folio,
-				      sf_alias_page(alias) + (i << new_order),
+				      nth_page(sf_alias_page(alias), i << new_order),
 				      new_order, sf, mapping,
 				      index + (i << new_order));
 		xas_lock_irq(&xas);
@@ -1459,7 +1469,8 @@ static void sf_alias_split(struct address_space *mapping, struct folio *alias,
 			}
 			trace_mm_filemap_delete_from_page_cache(alias);
 			trace_shared_folio_reclaim(mapping, index, folio_pfn(alias),
-						   nr, READ_ONCE(sf->nr_aliases));
+						   1U << order,
+						   READ_ONCE(sf->nr_aliases) - 1);
 			sf_alias_unaccount(alias);
 			alias->mapping = NULL;
 			split = true;
@@ -1662,6 +1673,16 @@ static struct folio *sf_large_alias_at(struct address_space *mapping,
 }
 
 /*
+ * The order to split to for an edge at a multiple of 2^@k inside a large
+ * alias (below its order): @k, but 0 for 1, as two order-0 aliases (96
+ * bytes each) cost less than one order-1 alias (a whole struct folio).
+ */
+static unsigned int sf_split_order(unsigned int k)
+{
+	return k == 1 ? 0 : k;
+}
+
+/*
  * Split the large aliases of @mapping that a write of [@first, @end],
  * whose chunk [@first, @last] comes next, fills only in part: the one that
  * holds @first and starts before it, and the one that holds @end and goes
@@ -1685,17 +1706,13 @@ static void sf_split_edges(struct address_space *mapping, pgoff_t first,
 	/* Its index is fixed: a large alias is never moved. */
 	if (alias && alias->index < first)
 		sf_alias_split(mapping, alias,
-			       min_t(unsigned int, folio_order(alias) - 1,
-				     __ffs(first - alias->index)),
-			       gfp);
+			       sf_split_order(__ffs(first - alias->index)), gfp);
 	else if (alias)
 		folio_put(alias);
 	alias = sf_large_alias_at(mapping, end);
 	if (alias && alias->index <= last && folio_next_index(alias) - 1 > end)
 		sf_alias_split(mapping, alias,
-			       min_t(unsigned int, folio_order(alias) - 1,
-				     __ffs(end + 1 - alias->index)),
-			       gfp);
+			       sf_split_order(__ffs(end + 1 - alias->index)), gfp);
 	else if (alias)
 		folio_put(alias);
 }
@@ -1811,7 +1828,8 @@ static bool sf_alias_overwrite(struct address_space *mapping,
  * that [@first, @end] covers whole is removed whole, and the write
  * allocates its pages as in a file with nothing cached there (those past
  * @last with its next chunks; for a file with a VMA, @end is taken to be
- * @last); one across @first or @end is split into order-0 aliases first.
+ * @last); one across @first or @end is split first, into aliases of the
+ * largest order at which the edge is a boundary (sf_split_edges()).
  * Each page whose alias is replaced or removed is counted, when it is, as
  * an unshare and as an overwrite (a write that stops early has then
  * counted pages past where it stopped; a split is counted as a break).

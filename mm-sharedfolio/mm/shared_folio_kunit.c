@@ -1321,6 +1321,85 @@ static void sf_test_large_alias_mapped(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.aliases), 0);
 }
 
+/* The alias at @index of @mapping: its first index, order and first PFN. */
+static void sf_test_expect_alias(struct kunit *test, struct address_space *mapping,
+				 pgoff_t index, pgoff_t first, unsigned int order,
+				 unsigned long pfn)
+{
+	struct folio *alias = xa_load(&mapping->i_pages, index);
+
+	KUNIT_ASSERT_TRUE(test, alias && !xa_is_value(alias) && folio_is_sf_alias(alias));
+	KUNIT_EXPECT_EQ(test, alias->index, first);
+	KUNIT_EXPECT_EQ(test, folio_order(alias), order);
+	KUNIT_EXPECT_EQ(test, folio_pfn(alias), pfn);
+}
+
+/*
+ * An overwrite splits a PMD-order alias at its edges into aliases of the
+ * largest order each edge allows (sf_split_edges()), through every shape
+ * of xarray split: 9 to 8 and 9 to 6 inside one node, 6 to 3 into a new
+ * node of sibling entries, 3 to 0.
+ */
+static void sf_test_overwrite_split_orders(struct kunit *test)
+{
+	struct sf_test_ctx *ctx = test->priv;
+	struct address_space *map0 = sf_test_map(test, 0);
+	struct address_space *map1 = sf_test_map(test, 1);
+	struct folio *folio, *other;
+	unsigned long pfn;
+	long large;
+
+	i_size_write(ctx->file[0], PMD_SIZE);
+	i_size_write(ctx->file[1], PMD_SIZE);
+	folio = sf_test_physical_large(test, 2 << PMD_ORDER, PMD_ORDER, 0x30);
+	pfn = folio_pfn(folio);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, &folio->page,
+							   PMD_ORDER, map0, 0,
+							   NULL, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, &folio->page,
+							   PMD_ORDER, map1, 0,
+							   NULL, GFP_KERNEL), 0);
+	folio_unlock(folio);
+
+	/* File 1, a write of 0-255: two order-8 aliases, the first goes. */
+	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map1, 0, 15, 255, GFP_KERNEL), 1);
+	sf_test_expect_alias(test, map1, 300, 256, 8, pfn + 256);
+	sf_test_expect_alias(test, map1, 511, 256, 8, pfn + 256);
+	KUNIT_EXPECT_EQ(test, map1->nrpages, 256);
+
+	/* File 0, a write of 0-63: eight order-6 aliases, the first goes. */
+	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map0, 0, 63, 63, GFP_KERNEL), 1);
+	sf_test_expect_alias(test, map0, 64, 64, 6, pfn + 64);
+	sf_test_expect_alias(test, map0, 500, 448, 6, pfn + 448);
+	large = atomic_long_read(&ctx->stats.large_aliases);
+	KUNIT_EXPECT_EQ(test, large, 8);	/* 1 of file 1, 7 of file 0 */
+
+	/*
+	 * A write of 72: 64-127 to order 3 at its first edge (a new node of
+	 * sibling entries), then 72-79 to order 0 at its last edge.
+	 */
+	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map0, 72, 72, 72, GFP_KERNEL), 1);
+	sf_test_expect_alias(test, map0, 64, 64, 3, pfn + 64);
+	sf_test_expect_alias(test, map0, 71, 64, 3, pfn + 64);
+	sf_test_expect_alias(test, map0, 73, 73, 0, pfn + 73);
+	sf_test_expect_alias(test, map0, 79, 79, 0, pfn + 79);
+	sf_test_expect_alias(test, map0, 80, 80, 3, pfn + 80);
+	sf_test_expect_alias(test, map0, 127, 120, 3, pfn + 120);
+	sf_test_expect_alias(test, map0, 128, 128, 6, pfn + 128);
+	other = xa_load(&map0->i_pages, 72);
+	KUNIT_ASSERT_TRUE(test, other && !xa_is_value(other) && !folio_is_sf_alias(other));
+	/* 64-127 became 7 order-3 aliases (72-79 went to order 0). */
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.large_aliases), large - 1 + 7);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.aliases), 256 + 448 - 1);
+
+	truncate_inode_pages(map0, 0);
+	truncate_inode_pages(map1, 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.aliases), 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.large_aliases), 0);
+	folio_put(folio);
+	truncate_inode_pages(ctx->cache->i_mapping, 0);
+}
+
 /*
  * A PMD-order alias of a PMD-order physical folio is mapped by a PMD where
  * the VMA is aligned for one (sf_alias_map_pmd()), by fault-around and by
@@ -1585,10 +1664,10 @@ static void sf_test_overwrite_large_alias(struct kunit *test)
 	folio_unlock(folio);
 	addr = sf_test_mmap_file(test, 1, &sf_test_fops, MAP_SHARED);
 	KUNIT_EXPECT_EQ(test, sf_test_touch(addr + 12 * PAGE_SIZE), 0x54);
-	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map1, 8, 9, 15, GFP_KERNEL), 1);
+	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map1, 8, 9, 15, GFP_KERNEL), 2);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.breaks), 4);
-	/* Split in order-1 aliases at the chunk's end: 8-9 went. */
-	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 3);
+	/* The chunk's end allows order 1, which costs more than order 0. */
+	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 6);
 	/* Page 12 is still shared, and still mapped; 8 and 9 are not. */
 	p = sf_test_walk(folio);
 	KUNIT_EXPECT_TRUE(test, sf_test_walk_has(&p, addr + 12 * PAGE_SIZE));
@@ -1620,6 +1699,7 @@ static struct kunit_case shared_folio_test_cases[] = {
 	KUNIT_CASE(sf_test_large_alias),
 	KUNIT_CASE(sf_test_large_alias_mapped),
 	KUNIT_CASE(sf_test_overwrite_large_alias),
+	KUNIT_CASE(sf_test_overwrite_split_orders),
 	KUNIT_CASE(sf_test_pmd_alias),
 	{}
 };
