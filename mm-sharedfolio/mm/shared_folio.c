@@ -2142,8 +2142,8 @@ unshare:
  * A read fault, or fault-around, maps a PMD-order alias as the page cache
  * maps a PMD-order folio: do_set_pmd() on its physical folio, which is
  * PMD-order too (an alias is never larger than its folio), with a reference
- * of the PMD's own.  Not where its pages may not be mapped (the checks of
- * filemap_fault() and filemap_map_pages() for any alias), nor for an
+ * of the PMD's own.  Not where its pages may not be mapped
+ * (sf_alias_may_map(), as fault-around asks for any alias), nor for an
  * unshare fault (FAULT_FLAG_UNSHARE, a long-term pin or the populate of an
  * mlock that must not pin the shared page: see sf_gup_must_unshare()),
  * which would map the PMD again after wp_huge_pmd() split it; the PTE
@@ -2155,7 +2155,6 @@ unshare:
  */
 vm_fault_t sf_alias_map_pmd(struct vm_fault *vmf, struct folio *alias)
 {
-	struct vm_area_struct *vma = vmf->vma;
 	struct folio *folio = sf_alias_physical(alias);
 	vm_fault_t ret;
 
@@ -2163,8 +2162,7 @@ vm_fault_t sf_alias_map_pmd(struct vm_fault *vmf, struct folio *alias)
 	if (!IS_ENABLED(CONFIG_TRANSPARENT_HUGEPAGE) ||
 	    folio_order(alias) != PMD_ORDER ||
 	    (vmf->flags & (FAULT_FLAG_UNSHARE | FAULT_FLAG_WRITE)) ||
-	    !sf_vma_may_map(vma) || sf_alias_past_eof(alias->mapping, alias) ||
-	    ((vma->vm_flags & VM_LOCKED) && !sf_folio_may_mlock(folio, vma)))
+	    !sf_alias_may_map(vmf->vma, alias))
 		return VM_FAULT_FALLBACK;
 	folio_get(folio);
 	ret = do_set_pmd(vmf, &folio->page);

@@ -343,4 +343,18 @@ static inline void sf_folio_unlock_aliases(struct folio *folio) { }
 
 #endif /* CONFIG_SHARED_FOLIO */
 
+/*
+ * May a read fault in @vma map @alias's pages (locked @alias, in its
+ * mapping)?  A read-only PTE, nothing past EOF, and no mlock by a tenant
+ * that does not pay for the shared page (DOC: Sharers and tenants).
+ */
+static inline bool sf_alias_may_map(struct vm_area_struct *vma,
+				    struct folio *alias)
+{
+	return sf_vma_may_map(vma) &&
+	       !sf_alias_past_eof(alias->mapping, alias) &&
+	       (!(vma->vm_flags & VM_LOCKED) ||
+		sf_folio_may_mlock(sf_alias_physical(alias), vma));
+}
+
 #endif /* __MM_SHARED_FOLIO_INTERNAL_H */

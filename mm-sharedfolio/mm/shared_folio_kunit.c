@@ -1556,6 +1556,17 @@ static void sf_test_promote_in_place(struct kunit *test)
 	folio_put(folio);
 }
 
+/* The whole order-3 @folio (unlocked) at @mapping's 8 again. */
+static void sf_test_add_large_again(struct kunit *test, struct folio *folio,
+				    struct address_space *mapping)
+{
+	folio_lock(folio);
+	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, folio_page(folio, 0),
+							   3, mapping, 8, NULL,
+							   GFP_KERNEL), 0);
+	folio_unlock(folio);
+}
+
 /*
  * An overwrite (shared_folio_overwrite()) removes a large alias that the
  * whole write covers, from its first chunk on, without a split, and splits
@@ -1619,20 +1630,12 @@ static void sf_test_overwrite_large_alias(struct kunit *test)
 	 * the write's end, so it is split in two of order 2, at the write's
 	 * end; the write fills 8-11 whole, which goes, and 12-15 stays.
 	 */
-	folio_lock(folio);
-	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, folio_page(folio, 0),
-							   3, map1, 8, NULL,
-							   GFP_KERNEL), 0);
-	folio_unlock(folio);
+	sf_test_add_large_again(test, folio, map1);
 	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map1, 8, 9, 11, GFP_KERNEL), 1);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.breaks), 2);
 	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 1);
 	KUNIT_EXPECT_EQ(test, map1->nrpages, 4);
-	other = xa_load(&map1->i_pages, 13);
-	KUNIT_ASSERT_TRUE(test, other && folio_is_sf_alias(other));
-	KUNIT_EXPECT_EQ(test, other->index, 12);
-	KUNIT_EXPECT_EQ(test, folio_order(other), 2);
-	KUNIT_EXPECT_EQ(test, folio_pfn(other), folio_pfn(folio) + 4);
+	sf_test_expect_alias(test, map1, 13, 12, 2, folio_pfn(folio) + 4);
 	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map1, 10, 11, 11, GFP_KERNEL), 0);
 	truncate_inode_pages(map1, 0);
 
@@ -1641,11 +1644,7 @@ static void sf_test_overwrite_large_alias(struct kunit *test)
 	 * allows (a split is uniform, as in 6.12's page cache), and 9
 	 * replaced.
 	 */
-	folio_lock(folio);
-	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, folio_page(folio, 0),
-							   3, map1, 8, NULL,
-							   GFP_KERNEL), 0);
-	folio_unlock(folio);
+	sf_test_add_large_again(test, folio, map1);
 	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map1, 9, 9, 9, GFP_KERNEL), 1);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&ctx->stats.breaks), 3);
 	KUNIT_EXPECT_EQ(test, sf_folio_nr_aliases(folio), 7);
@@ -1657,11 +1656,7 @@ static void sf_test_overwrite_large_alias(struct kunit *test)
 	truncate_inode_pages(map1, 0);
 
 	/* The same write of a file with a VMA: the chunk's pages only. */
-	folio_lock(folio);
-	KUNIT_ASSERT_EQ(test, shared_folio_add_large_alias(folio, folio_page(folio, 0),
-							   3, map1, 8, NULL,
-							   GFP_KERNEL), 0);
-	folio_unlock(folio);
+	sf_test_add_large_again(test, folio, map1);
 	addr = sf_test_mmap_file(test, 1, &sf_test_fops, MAP_SHARED);
 	KUNIT_EXPECT_EQ(test, sf_test_touch(addr + 12 * PAGE_SIZE), 0x54);
 	KUNIT_EXPECT_EQ(test, shared_folio_overwrite(map1, 8, 9, 15, GFP_KERNEL), 2);
