@@ -1054,15 +1054,18 @@ def audit(prog, counted=None):
 # --- orphans ---------------------------------------------------------------
 
 # /proc/kpageflags bits (Documentation/admin-guide/mm/pagemap.rst).
-KPF_LRU, KPF_ANON, KPF_COMPOUND_HEAD = 5, 12, 15
-Orphan = namedtuple("Orphan", "pfn order refcount mapcount index flags memcg")
+KPF_LRU, KPF_SLAB, KPF_ANON, KPF_COMPOUND_HEAD, KPF_COMPOUND_TAIL = 5, 7, 12, 15, 16
+Orphan = namedtuple("Orphan", "pfn order refcount mapcount index flags memcg aliases")
+# An alias object that still points into an orphan (sfdrgn orphans): its
+# folio address, order, refcount, mapping (0 once removed), index, and
+# whether it is still on a descriptor's list.
+AliasRef = namedtuple("AliasRef", "addr order refcount mapping index linked")
 
 
-def kpageflags_large_lru(path="/proc/kpageflags"):
-    """PFNs of large folio heads on the LRU and not anonymous, from
-    /proc/kpageflags (read in multiples of 8 bytes, as it requires), or None
-    if it cannot be read (not in the guest, not root)."""
-    want = (1 << KPF_LRU) | (1 << KPF_COMPOUND_HEAD)
+def kpageflags_pfns(match, path="/proc/kpageflags"):
+    """PFNs whose /proc/kpageflags word satisfies @match (read in multiples
+    of 8 bytes, as it requires), or None if it cannot be read (not in the
+    guest, not root)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -1074,12 +1077,51 @@ def kpageflags_large_lru(path="/proc/kpageflags"):
             if not b:
                 break
             for (fl,) in struct.iter_unpack("<Q", b):
-                if fl & want == want and not fl & (1 << KPF_ANON):
+                if match(fl):
                     pfns.append(pfn)
                 pfn += 1
     finally:
         os.close(fd)
     return pfns
+
+
+def kpageflags_large_lru(path="/proc/kpageflags"):
+    """PFNs of large folio heads on the LRU and not anonymous."""
+    want = (1 << KPF_LRU) | (1 << KPF_COMPOUND_HEAD)
+    return kpageflags_pfns(lambda fl: fl & want == want and not fl & (1 << KPF_ANON), path)
+
+
+def slab_objects(prog, name, typ):
+    """The allocated objects of slab cache @name as @typ pointers.  drgn
+    0.0.22's slab_cache_for_each_allocated_object() looks for slab pages by
+    PG_slab, which 6.10 replaced by a page type; here the slab pages come
+    from /proc/kpageflags (KPF_SLAB, heads only) and drgn's own helper sorts
+    each slab's free objects out (its freelists, hardened or not)."""
+    from drgn.helpers.linux import slab as dslab
+    sc = dslab.find_slab_cache(prog, name)
+    if sc is None:
+        return
+    try:
+        prog.constant("PG_slab")
+        yield from dslab.slab_cache_for_each_allocated_object(sc, typ)
+        return
+    except LookupError:
+        pass
+    pfns = kpageflags_pfns(lambda fl: fl & (1 << KPF_SLAB) and not fl & (1 << KPF_COMPOUND_TAIL))
+    if pfns is None:
+        raise RuntimeError("slab walk: cannot read /proc/kpageflags (inside the guest, as root)")
+    helper = dslab._get_slab_cache_helper(sc)
+    ptype = prog.pointer_type(prog.type(typ))
+    stype = prog.type("struct slab *")
+    for pfn in pfns:
+        try:
+            page = pfn_to_page(prog, pfn)
+            slab = cast(stype, page)
+            if slab.slab_cache != sc:
+                continue
+            yield from helper._page_objects(page, slab, ptype)
+        except FaultError:
+            continue
 
 
 def orphans(prog, candidates):
@@ -1097,7 +1139,33 @@ def orphans(prog, candidates):
                 continue
             out.append(Orphan(pfn, folio_order(prog, folio), refcount(folio),
                               folio_mapcount(prog, folio), folio.index.value_(),
-                              folio.flags.value_(), folio.memcg_data.value_()))
+                              folio.flags.value_(), folio.memcg_data.value_(), []))
         except FaultError:
             continue
+    if out:
+        alias_refs_into(prog, out)
     return out
+
+
+def alias_refs_into(prog, found):
+    """Fill each Orphan's .aliases with the alias objects, allocated in
+    the two alias slab caches, whose physical pages lie inside it: an
+    alias holds a reference on its physical folio until it is freed, so
+    these explain that many of the orphan's references (and the alias's
+    own refcount says who holds it on)."""
+    spans = sorted((o.pfn, o.pfn + (1 << o.order), o) for o in found)
+    for cache, typ in (("sf_alias", "struct sf_alias"),
+                       ("sf_alias_large", "struct sf_alias_large")):
+        for obj in slab_objects(prog, cache, typ):
+            try:
+                a = cast("struct sf_alias *", obj)
+                p = alias_pfn(prog, a)
+                for lo, hi, o in spans:
+                    if lo <= p < hi:
+                        f = alias_folio(prog, a)
+                        o.aliases.append(AliasRef(f.value_(), alias_order(prog, a), refcount(f),
+                                                  f.mapping.value_(), f.index.value_(),
+                                                  a.page.lru.next.value_() != a.page.lru.address_of_().value_()))
+                        break
+            except FaultError:
+                continue

@@ -8,7 +8,9 @@
  *                              page, write OUT.0; on each SIGUSR1 touch the
  *                              pages again and write OUT.1, OUT.2, ...; exit
  *                              0 on SIGTERM.  OUT.k: "sum S pages N pss KB
- *                              rss KB pmd KB" (pmd: FilePmdMapped), then
+ *                              rss KB pmd KB flt F" (pmd: FilePmdMapped;
+ *                              flt: the page faults, minor and major, that
+ *                              this touch of every page took), then
  *                              "INDEX PFN" per page (PFN 0:
  *                              not present).  Written whole, then renamed.
  *                              -F: then fork a child that keeps the mapping
@@ -44,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -95,7 +98,18 @@ static void smaps_of(unsigned long start, long *pss, long *rss, long *pmd)
 	fclose(f);
 }
 
-static void report(const char *out, int k, const unsigned char *p, size_t pages)
+/* Page faults of this process so far, minor and major. */
+static long faults(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		die("getrusage");
+	return ru.ru_minflt + ru.ru_majflt;
+}
+
+static void report(const char *out, int k, const unsigned char *p, size_t pages,
+		   long flt)
 {
 	char tmp[4096], name[4096];
 	uint64_t sum = 0;
@@ -116,8 +130,8 @@ static void report(const char *out, int k, const unsigned char *p, size_t pages)
 	f = fopen(tmp, "w");
 	if (!f)
 		die(tmp);
-	fprintf(f, "sum %016" PRIx64 " pages %zu pss %ld rss %ld pmd %ld\n",
-		sum, pages, pss, rss, pmd);
+	fprintf(f, "sum %016" PRIx64 " pages %zu pss %ld rss %ld pmd %ld flt %ld\n",
+		sum, pages, pss, rss, pmd, flt);
 	for (i = 0; i < pages; i++)
 		fprintf(f, "%zu %" PRIu64 "\n", i, pfn_of(pm, (unsigned long)p + i * psz));
 	if (fclose(f) || rename(tmp, name))
@@ -295,9 +309,11 @@ int main(int argc, char **argv)
 		}
 	}
 	for (;;) {
+		long f0 = faults();
+
 		for (i = 0; i < pages; i++)
 			sink += p[i * psz];
-		report(argv[optind + 1], k++, p, pages);
+		report(argv[optind + 1], k++, p, pages, faults() - f0);
 		while (!again && !quit)
 			pause();
 		if (child > 0)
