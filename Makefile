@@ -69,7 +69,7 @@ check-debug: deps
 	@bz=$$(qemu/kbuild debug) || exit 1; rc=0; \
 	SF_CASE_TIMEOUT=5400 SF_SUITE_TIMEOUT=14400 SFX_OPS=$(DEBUG_SFX_OPS) \
 		tests/run -k "$$bz" --guest-only $(DEBUG_CASES) || rc=1; \
-	tests/debug-scan build/test-logs/guest-dmesg.log || rc=1; exit $$rc
+	tests/debug-scan build/test-logs/guest-dmesg-*.log || rc=1; exit $$rc
 
 ## soak        model checker soak: SOAK_OPS (10,000,000) operations, ops/s; SOAK_SECONDS and SOAK_RESUME=DIR run it in segments
 soak: deps

@@ -1149,10 +1149,12 @@ def orphans(prog, candidates):
 
 def alias_refs_into(prog, found):
     """Fill each Orphan's .aliases with the alias objects, allocated in
-    the two alias slab caches, whose physical pages lie inside it: an
-    alias holds a reference on its physical folio until it is freed, so
-    these explain that many of the orphan's references (and the alias's
-    own refcount says who holds it on)."""
+    the two alias slab caches, whose physical pages lie inside it.  One
+    with a refcount holds a reference on its physical folio (and its own
+    refcount says who holds it on); one at refcount 0 was freed and waits
+    for its RCU grace period (kfree_rcu()): sf_alias_free() dropped its
+    physical reference already, and its list head (linked) overlays the
+    rcu_head."""
     spans = sorted((o.pfn, o.pfn + (1 << o.order), o) for o in found)
     for cache, typ in (("sf_alias", "struct sf_alias"),
                        ("sf_alias_large", "struct sf_alias_large")):

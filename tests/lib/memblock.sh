@@ -65,6 +65,7 @@ offline_block_of() {
 	# offline_pages() gives its reason for a failure with pr_debug() (with
 	# CONFIG_DYNAMIC_DEBUG); an unmovable page is dumped with pr_warn().
 	echo "file memory_hotplug.c +p" 2>/dev/null >/sys/kernel/debug/dynamic_debug/control || true
+	flush_deferred_skbs
 	t0=$(date +%s)
 	if ! timeout 60 sh -c "echo offline >$st" 2>/tmp/offline.err; then
 		# Which page held it up, and whether it is a large folio that

@@ -27,11 +27,11 @@
  *     last, recv()); every byte must equal the file as sent (step 1);
  *     munmap.
  *
- * With two CPUs or more, steps 2-4 run on CPU 0 and step 5 on CPU 1: the
- * receive then frees the skbs, which hold the file's (physical) pages,
- * through CPU 0's deferred-free list (skb_attempt_defer_free()), which only
- * NET_RX on CPU 0 empties; case 027 checks that the pages are freed once
- * it has.
+ * With two CPUs or more in its affinity mask, steps 2-4 run on the first
+ * and step 5 on the second: the receive then frees the skbs, which hold
+ * the file's (physical) pages, through the first CPU's deferred-free list
+ * (skb_attempt_defer_free()), which only NET_RX there empties; case 027
+ * checks that the pages are freed once it has.
  *
  * usage: zc-recv FILE      (FILE: at least 16 pages, written to)
  * Prints "zc-recv: mapped N bytes, copied M bytes, received R bytes,
@@ -74,17 +74,33 @@ static void die(const char *what)
 	exit(2);
 }
 
-/* Run on @cpu from now on, if this machine has it. */
-static void run_on(int cpu)
+/*
+ * Run on the @nth CPU (0 or 1) of the affinity mask we started with, if it
+ * has two or more; else stay where we are.
+ */
+static void run_on(int nth)
 {
+	static cpu_set_t start;
+	static int have;
 	cpu_set_t set;
+	int cpu, seen = 0;
 
-	if (sysconf(_SC_NPROCESSORS_ONLN) <= cpu)
+	if (!have) {
+		if (sched_getaffinity(0, sizeof(start), &start))
+			die("sched_getaffinity");
+		have = 1;
+	}
+	if (CPU_COUNT(&start) < 2)
 		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set))
-		die("sched_setaffinity");
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &start) || seen++ != nth)
+			continue;
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		if (sched_setaffinity(0, sizeof(set), &set))
+			die("sched_setaffinity");
+		return;
+	}
 }
 
 static double now(void)
