@@ -119,6 +119,21 @@ socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("127.0.0.1", 9))'
 	return 0
 }
 
+# no_orphans_left: once the skbs that wait on any CPU's list are freed, no
+# large folio may be left outside any mapping (sfdrgn orphans: its last 20
+# lines printed, all of it kept in ORPHANS_OUT).  For a guest with drgn.
+no_orphans_left() {
+	local rc
+	flush_deferred_skbs
+	ORPHANS_OUT=$("$SF_ROOT/tools-drgn/sfdrgn" orphans 2>&1); rc=$?
+	echo "$ORPHANS_OUT" | tail -n 20
+	case $rc in
+	0) ;;
+	1) fail "$(grep -c '^orphan:' <<<"$ORPHANS_OUT") large folio(s) left outside any mapping: $(grep '^orphan:' <<<"$ORPHANS_OUT" | head -n 3 | tr '\n' ';')";;
+	*) fail "sfdrgn orphans: $ORPHANS_OUT";;
+	esac
+}
+
 # Page cache in KiB ("Cached" in /proc/meminfo).
 cached_kb() { awk '/^Cached:/ { print $2 }' /proc/meminfo; }
 

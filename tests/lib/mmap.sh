@@ -6,6 +6,7 @@
 #   mapper_wait I K      wait (up to 300 s) for its K-th report
 #   pfns_of I K          the PFN of every page in report K, one per line
 #   sum_of I K, pss_of I K, rss_of I K   (as the mapper saw them then)
+#   flt_of I K           the page faults that touch of every page took
 #   pss_now I MATCH      Pss (KiB) now of mapper I's mappings of a path
 #                        containing MATCH, from /proc/PID/smaps
 #   mapper_stop_all      SIGTERM every mapper, and wait for them
@@ -46,6 +47,7 @@ _field() { head -n1 "/tmp/mapper.$2.$3" | awk -v f="$1" '{ for (i = 1; i < NF; i
 sum_of() { _field sum "$1" "$2"; }
 pss_of() { _field pss "$1" "$2"; }
 rss_of() { _field rss "$1" "$2"; }
+flt_of() { _field flt "$1" "$2"; }
 
 pss_now() {
 	awk -v m="$2" '/^[0-9a-f]+-[0-9a-f]+ / { in_ = index($0, m) > 0; next }
