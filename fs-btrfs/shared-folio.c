@@ -1819,6 +1819,96 @@ void btrfs_sf_note_readahead(struct btrfs_inode *inode, u64 start, u64 end)
 }
 
 /*
+ * Would btrfs_sf_populate() share @em's pages in @inode (the answer of
+ * btrfs_sf_collect() and btrfs_sf_claim(), without their side effects)?
+ * The extent is eligible and shared, and with lazy sharing on, its first
+ * reader is not @inode: btrfs_sf_note_readahead() has just recorded
+ * @inode as the first reader of each shared extent that had no record,
+ * and those are read privately unless the extent cache holds their data
+ * already.  Context: the file's invalidate lock and its extent range lock.
+ */
+static bool btrfs_sf_would_share(struct btrfs_inode *inode,
+				 const struct extent_map *em)
+{
+	struct btrfs_fs_info *fs_info = inode->root->fs_info;
+	struct btrfs_sf_owner me, *o;
+	struct inode *cache;
+	bool ours;
+
+	if (!btrfs_sf_inode_eligible(inode) ||
+	    btrfs_sf_known_private(inode, em->start, btrfs_extent_map_end(em)) ||
+	    !btrfs_sf_em_eligible(em) || !btrfs_sf_em_shared(inode, em))
+		return false;
+	if (!READ_ONCE(fs_info->sf_lazy))
+		return true;
+	me = btrfs_sf_me(inode, em, btrfs_sf_domain(fs_info, btrfs_root_id(inode->root)));
+	xa_lock(&fs_info->sf_owners);
+	o = xa_load(&fs_info->sf_owners, em->disk_bytenr >> PAGE_SHIFT);
+	ours = o && !o->shared && o->domain == me.domain &&
+	       btrfs_sf_same_owner(o, &me);
+	xa_unlock(&fs_info->sf_owners);
+	if (!ours)
+		return true;
+	/* Not btrfs_sf_cache(): a domain without a cache has nothing cached. */
+	cache = me.domain ? xa_load(&fs_info->sf_caches, me.domain) : fs_info->sf_inode;
+	return cache && btrfs_sf_cache_has_em(fs_info, cache, em);
+}
+
+/**
+ * btrfs_sf_readahead_skip() - leave a readahead folio to btrfs_sf_populate()
+ * @inode: the file
+ * @folio: the next folio of btrfs_readahead(): locked, not uptodate
+ * @ra: what the previous call decided, for the extent map it looked up
+ *
+ * Generic readahead sizes its window by the file, not by its extents: the
+ * window of a private extent runs on into the shared extents after it, and
+ * would read their pages privately into the file's page cache, where
+ * btrfs_sf_populate() then finds them cached and shares nothing.  A file
+ * that alternates extents of its own with shared ones shared only up to
+ * its first own extent.  So a folio whose extent populate would share is
+ * removed from the page cache unread, as mm/readahead.c asks ->readahead()
+ * to do with the folios it does not read, and the read() or fault that
+ * reaches it shares it (with populate's own asynchronous window for a
+ * sequential reader).  The folio a reader waits for is no exception: it
+ * was populated first, so if it is still here populate did not share it,
+ * and filemap_read() or filemap_fault() read it with ->read_folio().
+ * Should populate decline an extent after all (its first reader gone, no
+ * memory), it records the extent private, and the next readahead reads it.
+ * The readahead state is left as generic readahead set it: the next
+ * window is sized as if the whole window had been read.
+ *
+ * Context: btrfs_readahead(), after btrfs_sf_note_readahead(), with the
+ * file's invalidate lock (mm/readahead.c) and extent range lock held.
+ * Return: true if @folio was removed from the page cache and unlocked.
+ */
+bool btrfs_sf_readahead_skip(struct btrfs_inode *inode, struct folio *folio,
+			     struct btrfs_sf_ra *ra)
+{
+	u64 pos = folio_pos(folio);
+
+	if (pos < ra->start || pos >= ra->end) {
+		struct extent_map *em;
+
+		em = btrfs_get_extent(inode, NULL, pos, folio_size(folio));
+		if (IS_ERR(em)) {
+			*ra = (struct btrfs_sf_ra) { };
+			return false;
+		}
+		ra->start = em->start;
+		ra->end = btrfs_extent_map_end(em);
+		ra->skip = btrfs_sf_would_share(inode, em);
+		btrfs_free_extent_map(em);
+	}
+	if (!ra->skip || pos < ra->start || pos + folio_size(folio) > ra->end)
+		return false;
+	folio_get(folio);
+	filemap_remove_folio(folio);
+	folio_unlock(folio);
+	folio_put(folio);
+	return true;
+}
+
+/*
  * Should @inode read the shared extent of @em through the extent cache
  * (true), or privately, being its only reader (false)?  Records the first
  * reader, and marks the extent shared when a second file reads it while

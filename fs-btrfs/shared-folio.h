@@ -10,6 +10,16 @@ struct btrfs_fs_info;
 struct btrfs_inode;
 struct btrfs_root;
 
+/*
+ * What btrfs_sf_readahead_skip() decided for the extent map it looked up
+ * last, [@start, @end) of the file; zeroed for a readahead's first folio.
+ */
+struct btrfs_sf_ra {
+	u64 start;
+	u64 end;
+	bool skip;
+};
+
 #ifdef CONFIG_SHARED_FOLIO
 
 /*
@@ -23,6 +33,8 @@ int btrfs_sf_init(struct btrfs_fs_info *fs_info);
 void btrfs_sf_exit(struct btrfs_fs_info *fs_info);
 void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count);
 void btrfs_sf_note_readahead(struct btrfs_inode *inode, u64 start, u64 end);
+bool btrfs_sf_readahead_skip(struct btrfs_inode *inode, struct folio *folio,
+			     struct btrfs_sf_ra *ra);
 ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to, ssize_t already_read);
 void btrfs_sf_prepare_write(struct btrfs_inode *inode, loff_t pos, size_t len,
 			    size_t whole, bool force_uptodate);
@@ -44,6 +56,12 @@ static inline void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos,
 				     size_t count) { }
 static inline void btrfs_sf_note_readahead(struct btrfs_inode *inode,
 					   u64 start, u64 end) { }
+static inline bool btrfs_sf_readahead_skip(struct btrfs_inode *inode,
+					   struct folio *folio,
+					   struct btrfs_sf_ra *ra)
+{
+	return false;
+}
 static inline void btrfs_sf_prepare_write(struct btrfs_inode *inode, loff_t pos,
 					  size_t len, size_t whole,
 					  bool force_uptodate) { }

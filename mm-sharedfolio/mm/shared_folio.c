@@ -281,7 +281,10 @@ static struct kmem_cache *sf_alias_large_cache __ro_after_init;
  * exactly while it is in a mapping: added and removed under the mapping's
  * xa_lock (the list lock nests inside it, as for the workingset's shadow
  * nodes), so holding the list lock pins an alias on it, its mapping and
- * its inode.
+ * its inode.  The shrinker walks it oldest first, and passes over an alias
+ * read since its last pass (the alias's own PG_referenced, set by
+ * folio_mark_accessed()) once, moving it to the young end: a file that is
+ * read again keeps its aliases while another memcg's reads evict them.
  */
 static struct list_lru sf_alias_lru;
 /* The large aliases' (DOC: Large aliases), under the same shrinker. */
@@ -1213,6 +1216,33 @@ void sf_folio_invalidate(struct folio *folio, size_t offset, size_t len)
 	sf_folio_detach_aliases(folio, true);
 	if (offset == 0 && len == folio_size(folio))
 		sf_descriptor_free(folio);
+}
+
+/**
+ * sf_folio_detach_to_split() - let memory failure split a physical folio
+ * @folio: locked folio, a reference held
+ *
+ * A large physical folio is never split while it has a descriptor (DOC:
+ * Large physical folios), but memory_failure() must split it to isolate
+ * the poisoned page.  So detach every alias, unmapping each sharer's
+ * pages, and free the descriptor, as truncation of the extent cache
+ * would: the folio is then an ordinary clean page-cache folio of the
+ * extent cache, which split_huge_page() splits and memory_failure() drops
+ * the poisoned page of, as stock does with a clean page-cache page.  Each
+ * sharer faults the folio's pages in again: the others from the extent
+ * cache, shared again at the same PFNs; the poisoned one from the disk,
+ * never from the poisoned page (btrfs_sf_install_one() checks).  An alias
+ * still referenced (a read() copying from it) keeps the folio from being
+ * split, as any extra reference does.  Anything but a physical folio
+ * with a descriptor is left alone.
+ *
+ * Context: process context, @folio locked.  Sleeps.
+ */
+void sf_folio_detach_to_split(struct folio *folio)
+{
+	if (!folio_is_sf_physical(folio) || !folio_get_private(folio))
+		return;
+	sf_folio_invalidate(folio, 0, folio_size(folio));
 }
 
 /**
@@ -2560,6 +2590,14 @@ static enum lru_status sf_alias_isolate(struct sf_alias *a,
 	/* Frozen: its remover is about to take it off the list. */
 	if (!folio_try_get(alias))
 		return LRU_SKIP;
+	/*
+	 * Read since the last pass (folio_mark_accessed()): a second
+	 * chance, as inode_lru_isolate() gives a referenced inode.
+	 */
+	if (folio_test_clear_referenced(alias)) {
+		folio_put(alias);	/* not the last: the page cache has one */
+		return LRU_ROTATE;
+	}
 	/* Locked: in use; look at the others first. */
 	if (!folio_trylock(alias)) {
 		folio_put(alias);	/* not the last: the page cache has one */

@@ -241,6 +241,7 @@ static inline bool folio_is_sf_physical(const struct folio *folio)
 unsigned int sf_folio_detach_aliases(struct folio *folio, bool sync);
 bool sf_folio_release(struct folio *folio);
 void sf_folio_invalidate(struct folio *folio, size_t offset, size_t len);
+void sf_folio_detach_to_split(struct folio *folio);
 struct folio *sf_alias_unshare(struct address_space *mapping,
 			       struct folio *alias, gfp_t gfp);
 unsigned int sf_folio_nr_aliases(struct folio *folio);
@@ -316,6 +317,7 @@ static inline struct folio *sf_alias_unshare(struct address_space *mapping,
 
 static inline void sf_alias_free(struct folio *alias) { }
 static inline void sf_alias_unaccount(struct folio *alias) { }
+static inline void sf_folio_detach_to_split(struct folio *folio) { }
 
 static inline bool sf_folio_mapped(struct folio *folio)
 {

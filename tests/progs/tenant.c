@@ -11,6 +11,9 @@
  *   tenant soft FILE PAGE          map FILE, touch page PAGE, soft-offline
  *                                  it (MADV_SOFT_OFFLINE); prints "rc R
  *                                  before PFN after PFN" (R: 0 or errno)
+ *   tenant hard FILE PAGE          the same with MADV_HWPOISON (a hard
+ *                                  memory failure, injected): "after" is
+ *                                  the PFN once the page is touched again
  *   tenant pvw [-P] FILE OFF STR   a child maps FILE read-write (MAP_SHARED,
  *                                  or MAP_PRIVATE with -P) and reads it; the
  *                                  parent writes STR at OFF into the
@@ -37,6 +40,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#ifndef MADV_HWPOISON
+#define MADV_HWPOISON 100
+#endif
 #ifndef MADV_SOFT_OFFLINE
 #define MADV_SOFT_OFFLINE 101
 #endif
@@ -125,7 +131,7 @@ static int readone(const char *path, off_t off)
 	return 0;
 }
 
-static int soft(const char *path, unsigned long page)
+static int offline(const char *path, unsigned long page, int advice)
 {
 	volatile char sink;
 	uint64_t before, after;
@@ -137,7 +143,7 @@ static int soft(const char *path, unsigned long page)
 		die("page beyond EOF");
 	sink = p[page * psz];
 	before = pfn_of(p + page * psz);
-	rc = madvise(p + page * psz, psz, MADV_SOFT_OFFLINE) ? errno : 0;
+	rc = madvise(p + page * psz, psz, advice) ? errno : 0;
 	sink = p[page * psz];
 	(void)sink;
 	after = pfn_of(p + page * psz);
@@ -217,7 +223,9 @@ int main(int argc, char **argv)
 		return readone(argv[1], atoll(argv[2]));
 	}
 	if (argc >= 3 && !strcmp(argv[0], "soft"))
-		return soft(argv[1], strtoul(argv[2], NULL, 0));
+		return offline(argv[1], strtoul(argv[2], NULL, 0), MADV_SOFT_OFFLINE);
+	if (argc >= 3 && !strcmp(argv[0], "hard"))
+		return offline(argv[1], strtoul(argv[2], NULL, 0), MADV_HWPOISON);
 	if (argc >= 2 && !strcmp(argv[0], "pvw")) {
 		if (!strcmp(argv[1], "-P")) {
 			private = 1;
