@@ -1532,6 +1532,15 @@ static unsigned int btrfs_sf_get_physical(struct btrfs_inode *inode, struct inod
 again:
 	folio = filemap_get_folio(ec, ecidx);
 	/*
+	 * memory_failure() is splitting it (sf_folio_detach_to_split()), which
+	 * our reference would make fail: the page is read privately.
+	 */
+	if (!IS_ERR(folio) && folio_test_large(folio) &&
+	    folio_test_has_hwpoisoned(folio)) {
+		folio_put(folio);
+		return 1;
+	}
+	/*
 	 * The first reader's cached copy, if it can be had; not speculatively:
 	 * the asynchronous window leaves a page the owner has to the read
 	 * that needs it, rather than read it from the disk.
@@ -1835,9 +1844,8 @@ static bool btrfs_sf_would_share(struct btrfs_inode *inode,
 	struct inode *cache;
 	bool ours;
 
-	if (!btrfs_sf_inode_eligible(inode) ||
-	    btrfs_sf_known_private(inode, em->start, btrfs_extent_map_end(em)) ||
-	    !btrfs_sf_em_eligible(em) || !btrfs_sf_em_shared(inode, em))
+	if (!btrfs_sf_inode_eligible(inode) || !btrfs_sf_em_eligible(em) ||
+	    !btrfs_sf_em_shared(inode, em))
 		return false;
 	if (!READ_ONCE(fs_info->sf_lazy))
 		return true;
@@ -1855,25 +1863,49 @@ static bool btrfs_sf_would_share(struct btrfs_inode *inode,
 }
 
 /**
+ * btrfs_sf_reader_begin() - a read that populated its range starts
+ * @inode: the file
+ *
+ * Between this and btrfs_sf_reader_end(), readahead of @inode leaves the
+ * pages of shared extents to the next btrfs_sf_populate() of the read, or
+ * of another (btrfs_sf_readahead_skip()).
+ */
+void btrfs_sf_reader_begin(struct btrfs_inode *inode)
+{
+	atomic_inc(&inode->sf_readers);
+}
+
+void btrfs_sf_reader_end(struct btrfs_inode *inode)
+{
+	atomic_dec(&inode->sf_readers);
+}
+
+/**
  * btrfs_sf_readahead_skip() - leave a readahead folio to btrfs_sf_populate()
  * @inode: the file
+ * @rac: the readahead
  * @folio: the next folio of btrfs_readahead(): locked, not uptodate
  * @ra: what the previous call decided, for the extent map it looked up
  *
  * Generic readahead sizes its window by the file, not by its extents: the
- * window of a private extent runs on into the shared extents after it, and
- * would read their pages privately into the file's page cache, where
- * btrfs_sf_populate() then finds them cached and shares nothing.  A file
- * that alternates extents of its own with shared ones shared only up to
- * its first own extent.  So a folio whose extent populate would share is
- * removed from the page cache unread, as mm/readahead.c asks ->readahead()
- * to do with the folios it does not read, and the read() or fault that
- * reaches it shares it (with populate's own asynchronous window for a
- * sequential reader).  The folio a reader waits for is no exception: it
- * was populated first, so if it is still here populate did not share it,
- * and filemap_read() or filemap_fault() read it with ->read_folio().
- * Should populate decline an extent after all (its first reader gone, no
- * memory), it records the extent private, and the next readahead reads it.
+ * window of an extent of the file's own runs on into the shared extents
+ * after it, and would read their pages privately into the file's page
+ * cache, where btrfs_sf_populate() then finds them cached and shares
+ * nothing.  A file that alternates extents of its own with shared ones
+ * shared only up to its first own extent.  So while a reader that
+ * populates is in flight (read(), splice, a read fault: between
+ * btrfs_sf_reader_begin() and btrfs_sf_reader_end()), a folio whose extent
+ * populate would share is removed from the page cache unread, as
+ * mm/readahead.c asks ->readahead() to do with the folios it does not
+ * read, and the read or fault that reaches it shares it (with populate's
+ * own asynchronous window for a sequential reader).
+ *
+ * A folio such a reader waits for was populated first: if it is still
+ * here, populate declined it and recorded it private (btrfs_sf_install()),
+ * and it is read.  Readers that do not populate (a write fault of a
+ * shared mapping, a NOWAIT read or fault, btrfs send and defrag, which
+ * read ahead without a file) get their whole window read, as on a
+ * kernel without this, unless one that populates runs at the same time.
  * The readahead state is left as generic readahead set it: the next
  * window is sized as if the whole window had been read.
  *
@@ -1881,11 +1913,14 @@ static bool btrfs_sf_would_share(struct btrfs_inode *inode,
  * file's invalidate lock (mm/readahead.c) and extent range lock held.
  * Return: true if @folio was removed from the page cache and unlocked.
  */
-bool btrfs_sf_readahead_skip(struct btrfs_inode *inode, struct folio *folio,
+bool btrfs_sf_readahead_skip(struct btrfs_inode *inode,
+			     struct readahead_control *rac, struct folio *folio,
 			     struct btrfs_sf_ra *ra)
 {
 	u64 pos = folio_pos(folio);
 
+	if (!rac->file || !atomic_read(&inode->sf_readers))
+		return false;
 	if (pos < ra->start || pos >= ra->end) {
 		struct extent_map *em;
 
@@ -1899,7 +1934,8 @@ bool btrfs_sf_readahead_skip(struct btrfs_inode *inode, struct folio *folio,
 		ra->skip = btrfs_sf_would_share(inode, em);
 		btrfs_free_extent_map(em);
 	}
-	if (!ra->skip || pos < ra->start || pos + folio_size(folio) > ra->end)
+	if (!ra->skip || pos < ra->start || pos + folio_size(folio) > ra->end ||
+	    btrfs_sf_known_private(inode, pos, pos + folio_size(folio)))
 		return false;
 	folio_get(folio);
 	filemap_remove_folio(folio);
@@ -2237,7 +2273,11 @@ static bool btrfs_sf_install_large(struct btrfs_inode *inode, struct inode *cach
  * file's mapping: one large alias for the items a large physical folio
  * serves in a row where their places allow (DOC: btrfs large aliases),
  * else one alias a page; drop the folio references.  Without @wait, only
- * drop them: the reads were the asynchronous window's.
+ * drop them: the reads were the asynchronous window's.  Pages that could
+ * not be shared after all (no physical folio, a read error, max_sharing,
+ * no memory for an alias) are recorded as private, so that the reader's
+ * readahead reads them instead of leaving them to populate again
+ * (btrfs_sf_readahead_skip()).
  */
 static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 			     struct btrfs_sf_item *items, unsigned int nr,
@@ -2250,13 +2290,19 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 	bool large = wait && READ_ONCE(fs_info->sf_large_aliases) &&
 		     !shared_folio_drop_behind_enabled();
 	unsigned int i, j, n, order, order0_from = 0;
+	pgoff_t dfirst = ULONG_MAX, dlast = 0;
 
 	for (i = 0; i < nr; i += n) {
 		struct folio *folio = items[i].folio;
 
 		n = 1;
-		if (!folio)
+		if (!folio) {
+			if (wait) {
+				dfirst = min(dfirst, items[i].index);
+				dlast = max(dlast, items[i].index);
+			}
 			continue;
+		}
 		order = large && i >= order0_from ?
 			btrfs_sf_alias_order(&items[i], nr - i, eof_index) : 0;
 		n = 1U << order;
@@ -2269,6 +2315,16 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 		if (!wait || folio_lock_killable(folio)) {
 			for (j = i; j < i + n; j++)
 				folio_put(items[j].folio);
+			continue;
+		}
+		/* Poisoned since the lookup: let memory_failure() split it. */
+		if (folio_test_large(folio) && folio_test_has_hwpoisoned(folio)) {
+			folio_unlock(folio);
+			for (j = i; j < i + n; j++) {
+				folio_put(items[j].folio);
+				dfirst = min(dfirst, items[j].index);
+				dlast = max(dlast, items[j].index);
+			}
 			continue;
 		}
 		if (folio_test_clear_readahead(folio) && !b->marked) {
@@ -2289,9 +2345,11 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 		if (order) {
 			for (j = i; j < i + n; j++)
 				b->hits += !items[j].read && !items[j].promoted;
-		} else if (btrfs_sf_install_one(inode, cache, folio, &items[i], &pa) &&
-			   !items[i].read && !items[i].promoted) {
-			b->hits++;
+		} else if (btrfs_sf_install_one(inode, cache, folio, &items[i], &pa)) {
+			b->hits += !items[i].read && !items[i].promoted;
+		} else {
+			dfirst = min(dfirst, items[i].index);
+			dlast = max(dlast, items[i].index);
 		}
 		for (j = i; j < i + n; j++)
 			b->read |= items[j].read;
@@ -2300,6 +2358,9 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 			folio_put(items[j].folio);
 	}
 	shared_folio_prealloc_free(&pa);
+	if (dfirst <= dlast)
+		btrfs_sf_set_private(inode, (u64)dfirst << PAGE_SHIFT,
+				     (u64)(dlast + 1) << PAGE_SHIFT);
 }
 
 /*
@@ -2347,6 +2408,7 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
  * @inode: the file being read
  * @pos: start of the read
  * @count: its length
+ * @ra: the reader's readahead state (read(), splice), or NULL (a fault)
  *
  * For every page of [@pos, @pos + @count) that has nothing in the page
  * cache and whose data lives in an eligible extent, get the extent cache's
@@ -2357,20 +2419,26 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
  * as on a kernel without this.
  *
  * Sequential readers get an asynchronous window, as readahead gives them
- * for private pages: a read that had to go to disk, following the page
- * before it, starts the reads of the next BTRFS_SF_WINDOW pages without
- * waiting and marks the first of them; reaching the marker starts the
- * window after that.  Random reads read only what they ask for.
+ * for private pages: a read that had to go to disk and starts where the
+ * reader's previous read ended (@ra's prev_pos, as page_cache_sync_ra()
+ * tells a sequential miss; for a fault, whose page before it is cached)
+ * starts the reads of the next BTRFS_SF_WINDOW pages without waiting and
+ * marks the first of them; reaching the marker starts the window after
+ * that.  Random reads read only what they ask for: a random reader in a
+ * file mostly cached would otherwise often follow a cached page and read
+ * 2 MiB for each 4 KiB.
  *
  * Context: process context; takes the invalidate lock shared and the
  * file's extent range lock.
  */
-void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
+void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count,
+		       struct file_ra_state *ra)
 {
 	struct address_space *mapping = inode->vfs_inode.i_mapping;
 	struct btrfs_fs_info *fs_info = inode->root->fs_info;
 	struct btrfs_sf_batch b = { };
-	pgoff_t first, last, idx, eof, ra, ra_last;
+	pgoff_t first, last, idx, eof, win, win_last;
+	bool seq;
 	unsigned int nofs;
 	loff_t isize;
 	bool large;
@@ -2439,15 +2507,23 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count)
 	 * multiple of its size, so that the next one is aligned as batches
 	 * are.
 	 */
-	ra = 0;
+	if (ra) {
+		loff_t prev = READ_ONCE(ra->prev_pos);
+
+		seq = prev < 0 ? !first :
+		      first >= (prev >> PAGE_SHIFT) && first - (prev >> PAGE_SHIFT) <= 1;
+	} else {
+		seq = !first || btrfs_sf_cached(mapping, first - 1);
+	}
+	win = 0;
 	if (b.marked)
-		ra = max(last + 1, round_down(b.marker + BTRFS_SF_WINDOW,
-					      BTRFS_SF_WINDOW));
-	else if (b.read && (!first || btrfs_sf_cached(mapping, first - 1)))
-		ra = last + 1;
-	ra_last = min(eof, round_down(ra + BTRFS_SF_WINDOW, BTRFS_SF_WINDOW) - 1);
-	if (ra && ra <= eof && !fatal_signal_pending(current))
-		btrfs_sf_populate_batch(inode, ra, ra_last, ra, ra_last, false, &b);
+		win = max(last + 1, round_down(b.marker + BTRFS_SF_WINDOW,
+					       BTRFS_SF_WINDOW));
+	else if (b.read && seq)
+		win = last + 1;
+	win_last = min(eof, round_down(win + BTRFS_SF_WINDOW, BTRFS_SF_WINDOW) - 1);
+	if (win && win <= eof && !fatal_signal_pending(current))
+		btrfs_sf_populate_batch(inode, win, win_last, win, win_last, false, &b);
 out:
 	memalloc_nofs_restore(nofs);
 	kvfree(b.items);
@@ -2458,8 +2534,8 @@ out:
 		shared_folio_count_misses(&fs_info->sf_stats, b.misses);
 }
 
-/**
- * btrfs_sf_read() - a buffered read() with drop-behind on
+/*
+ * btrfs_sf_read_drop_behind() - a buffered read() with drop-behind on
  * @iocb: the read, its range populated already (btrfs_sf_populate())
  * @to: the destination
  * @already_read: bytes an O_DIRECT read copied before
@@ -2480,7 +2556,8 @@ out:
  * Context: process context, no locks held.
  * Return: as filemap_read().
  */
-ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to, ssize_t already_read)
+static ssize_t btrfs_sf_read_drop_behind(struct kiocb *iocb, struct iov_iter *to,
+					 ssize_t already_read)
 {
 	struct btrfs_inode *inode = BTRFS_I(file_inode(iocb->ki_filp));
 	struct address_space *mapping = inode->vfs_inode.i_mapping;
@@ -2497,7 +2574,8 @@ ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to, ssize_t already_r
 	if (ret < 0)
 		ret = already_read;
 	if (iov_iter_count(to) && iocb->ki_pos < i_size_read(&inode->vfs_inode)) {
-		btrfs_sf_populate(inode, iocb->ki_pos, iov_iter_count(to));
+		btrfs_sf_populate(inode, iocb->ki_pos, iov_iter_count(to),
+				  &iocb->ki_filp->f_ra);
 		ret = filemap_read(iocb, to, ret);
 	}
 
@@ -2513,6 +2591,32 @@ ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to, ssize_t already_r
 			shared_folio_count_drops(&inode->root->fs_info->sf_stats,
 						 dropped);
 	}
+	return ret;
+}
+
+/**
+ * btrfs_sf_read() - a buffered read() of a range btrfs_sf_populate() shared
+ * @iocb: the read
+ * @to: the destination
+ * @already_read: bytes an O_DIRECT read copied before
+ *
+ * filemap_read(), or with drop-behind on btrfs_sf_read_drop_behind(), as
+ * a reader that populates (btrfs_sf_reader_begin()).
+ *
+ * Context: process context, no locks held.
+ * Return: as filemap_read().
+ */
+ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to, ssize_t already_read)
+{
+	struct btrfs_inode *inode = BTRFS_I(file_inode(iocb->ki_filp));
+	ssize_t ret;
+
+	btrfs_sf_reader_begin(inode);
+	if (shared_folio_drop_behind_enabled())
+		ret = btrfs_sf_read_drop_behind(iocb, to, already_read);
+	else
+		ret = filemap_read(iocb, to, already_read);
+	btrfs_sf_reader_end(inode);
 	return ret;
 }
 
@@ -2608,7 +2712,8 @@ static bool btrfs_sf_cached_page(struct btrfs_inode *inode, pgoff_t index)
  * fault on a shared mapping, which would unshare at once, nor for a fault
  * that must not wait.  Populating may read the disk: where the fault can
  * be retried it drops the mmap lock (or the VMA lock) first, as
- * filemap_fault() does for its reads, and the retry finds the alias.
+ * filemap_fault() does for its reads, and the retry finds the alias.  A
+ * read fault is a reader that populates (btrfs_sf_reader_begin()).
  *
  * Return: filemap_fault()'s, or VM_FAULT_MAJOR | VM_FAULT_RETRY.
  */
@@ -2618,11 +2723,13 @@ vm_fault_t btrfs_sf_filemap_fault(struct vm_fault *vmf)
 	struct btrfs_inode *inode = BTRFS_I(file_inode(vma->vm_file));
 	loff_t pos = (loff_t)round_down(vmf->pgoff, 16) << PAGE_SHIFT;
 	struct file *fpin;
+	vm_fault_t ret;
 
 	if ((vmf->flags & FAULT_FLAG_RETRY_NOWAIT) ||
-	    ((vmf->flags & FAULT_FLAG_WRITE) && (vma->vm_flags & VM_SHARED)) ||
-	    !btrfs_sf_fault_wants_populate(inode, vmf->pgoff))
+	    ((vmf->flags & FAULT_FLAG_WRITE) && (vma->vm_flags & VM_SHARED)))
 		return filemap_fault(vmf);
+	if (!btrfs_sf_fault_wants_populate(inode, vmf->pgoff))
+		goto fault;
 	if ((vmf->flags & FAULT_FLAG_ALLOW_RETRY) &&
 	    !(vmf->flags & FAULT_FLAG_TRIED)) {
 		struct folio *folio;
@@ -2631,7 +2738,7 @@ vm_fault_t btrfs_sf_filemap_fault(struct vm_fault *vmf)
 		count_memcg_event_mm(vma->vm_mm, PGMAJFAULT);
 		fpin = get_file(vma->vm_file);
 		release_fault_lock(vmf);
-		btrfs_sf_populate(inode, pos, 16 * PAGE_SIZE);
+		btrfs_sf_populate(inode, pos, 16 * PAGE_SIZE, NULL);
 		/*
 		 * Nothing shared there (a hole, a preallocated or private
 		 * extent, or populate's allocations failed): read the page as
@@ -2648,8 +2755,19 @@ vm_fault_t btrfs_sf_filemap_fault(struct vm_fault *vmf)
 		fput(fpin);
 		return VM_FAULT_MAJOR | VM_FAULT_RETRY;
 	}
-	btrfs_sf_populate(inode, pos, 16 * PAGE_SIZE);
-	return filemap_fault(vmf);
+	btrfs_sf_populate(inode, pos, 16 * PAGE_SIZE, NULL);
+fault:
+	/*
+	 * A read fault: its readahead leaves shared extents to populate.
+	 * filemap_fault() may drop the mmap lock, and the VMA with it: the
+	 * file keeps the inode for btrfs_sf_reader_end().
+	 */
+	fpin = get_file(vma->vm_file);
+	btrfs_sf_reader_begin(inode);
+	ret = filemap_fault(vmf);
+	btrfs_sf_reader_end(inode);
+	fput(fpin);
+	return ret;
 }
 
 /* Truncate [@lstart, @lend] from one extent cache. */

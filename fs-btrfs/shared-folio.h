@@ -31,10 +31,14 @@ struct btrfs_sf_ra {
 
 int btrfs_sf_init(struct btrfs_fs_info *fs_info);
 void btrfs_sf_exit(struct btrfs_fs_info *fs_info);
-void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count);
+void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count,
+		       struct file_ra_state *ra);
 void btrfs_sf_note_readahead(struct btrfs_inode *inode, u64 start, u64 end);
-bool btrfs_sf_readahead_skip(struct btrfs_inode *inode, struct folio *folio,
+bool btrfs_sf_readahead_skip(struct btrfs_inode *inode,
+			     struct readahead_control *rac, struct folio *folio,
 			     struct btrfs_sf_ra *ra);
+void btrfs_sf_reader_begin(struct btrfs_inode *inode);
+void btrfs_sf_reader_end(struct btrfs_inode *inode);
 ssize_t btrfs_sf_read(struct kiocb *iocb, struct iov_iter *to, ssize_t already_read);
 void btrfs_sf_prepare_write(struct btrfs_inode *inode, loff_t pos, size_t len,
 			    size_t whole, bool force_uptodate);
@@ -53,15 +57,19 @@ void btrfs_sf_subvol_created(struct btrfs_root *parent, struct btrfs_root *src,
 static inline int btrfs_sf_init(struct btrfs_fs_info *fs_info) { return 0; }
 static inline void btrfs_sf_exit(struct btrfs_fs_info *fs_info) { }
 static inline void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos,
-				     size_t count) { }
+				     size_t count, struct file_ra_state *ra) { }
 static inline void btrfs_sf_note_readahead(struct btrfs_inode *inode,
 					   u64 start, u64 end) { }
 static inline bool btrfs_sf_readahead_skip(struct btrfs_inode *inode,
+					   struct readahead_control *rac,
 					   struct folio *folio,
 					   struct btrfs_sf_ra *ra)
 {
 	return false;
 }
+
+static inline void btrfs_sf_reader_begin(struct btrfs_inode *inode) { }
+static inline void btrfs_sf_reader_end(struct btrfs_inode *inode) { }
 static inline void btrfs_sf_prepare_write(struct btrfs_inode *inode, loff_t pos,
 					  size_t len, size_t whole,
 					  bool force_uptodate) { }

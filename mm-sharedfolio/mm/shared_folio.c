@@ -170,8 +170,9 @@
  *   release it, detaching every sharer's aliases, and then fail on the
  *   references of the mapped ones), nor truncated in part (the filesystem
  *   removes whole folios).  So migration that cannot find a large enough
- *   folio fails rather than split, and a soft offline or memory failure
- *   of one of its pages fails (EBUSY) where an order-0 folio moves;
+ *   folio fails rather than split; a soft offline of one of its pages
+ *   migrates it whole; a memory failure detaches every alias first
+ *   (sf_folio_detach_to_split()), then splits it;
  * - a promotion never stores over the shadow of an evicted large folio,
  *   which stands for several indices: the reader reads the page instead.
  *
@@ -282,9 +283,10 @@ static struct kmem_cache *sf_alias_large_cache __ro_after_init;
  * xa_lock (the list lock nests inside it, as for the workingset's shadow
  * nodes), so holding the list lock pins an alias on it, its mapping and
  * its inode.  The shrinker walks it oldest first, and passes over an alias
- * read since its last pass (the alias's own PG_referenced, set by
- * folio_mark_accessed()) once, moving it to the young end: a file that is
- * read again keeps its aliases while another memcg's reads evict them.
+ * read again since it was made or last passed over once, moving it to the
+ * young end: folio_mark_accessed() sets the alias's own PG_referenced at
+ * its first access (the read that made it) and PG_active at the next.  A
+ * file that is read again keeps its aliases; files read once go first.
  */
 static struct list_lru sf_alias_lru;
 /* The large aliases' (DOC: Large aliases), under the same shrinker. */
@@ -2591,10 +2593,12 @@ static enum lru_status sf_alias_isolate(struct sf_alias *a,
 	if (!folio_try_get(alias))
 		return LRU_SKIP;
 	/*
-	 * Read since the last pass (folio_mark_accessed()): a second
-	 * chance, as inode_lru_isolate() gives a referenced inode.
+	 * Read again since it was made or last passed over (PG_active, set
+	 * by folio_mark_accessed()): a second chance, as inode_lru_isolate()
+	 * gives a referenced inode.  It keeps PG_referenced, so that one more
+	 * read earns it another.
 	 */
-	if (folio_test_clear_referenced(alias)) {
+	if (folio_test_clear_active(alias)) {
 		folio_put(alias);	/* not the last: the page cache has one */
 		return LRU_ROTATE;
 	}

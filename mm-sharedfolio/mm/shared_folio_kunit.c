@@ -406,10 +406,13 @@ static void sf_test_mark_accessed_physical(struct kunit *test)
 	alias = filemap_get_folio(map, 0);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(alias));
 	folio_mark_accessed(alias);
-	/* The alias's own bit is the alias shrinker's second chance. */
+	/* The alias's own bits age it for the alias shrinker. */
 	KUNIT_EXPECT_TRUE(test, folio_test_referenced(alias));
+	KUNIT_EXPECT_FALSE(test, folio_test_active(alias));
 	if (!lru_gen_enabled())
 		KUNIT_EXPECT_TRUE(test, folio_test_referenced(folio));
+	folio_mark_accessed(alias);
+	KUNIT_EXPECT_TRUE(test, folio_test_active(alias));
 	folio_put(alias);
 	folio_put(folio);
 }

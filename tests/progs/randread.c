@@ -37,6 +37,8 @@ int main(int argc, char **argv)
 	pages = st.st_size / sizeof(buf);
 	count = strtoul(argv[2], NULL, 0);
 	x = strtoull(argv[3], NULL, 0) * 0x9e3779b97f4a7c15ULL + 1;
+	if (!x)		/* xorshift stays at 0 */
+		x = 1;
 	if (!pages) {
 		fprintf(stderr, "randread: %s is smaller than a page\n", argv[1]);
 		return 2;
