@@ -1532,11 +1532,14 @@ static unsigned int btrfs_sf_get_physical(struct btrfs_inode *inode, struct inod
 again:
 	folio = filemap_get_folio(ec, ecidx);
 	/*
-	 * memory_failure() is splitting it (sf_folio_detach_to_split()), which
-	 * our reference would make fail: the page is read privately.
+	 * memory_failure() is splitting it (sf_folio_detach_to_split()), or
+	 * dropping its poisoned page, which our reference would make fail:
+	 * the page is read privately.
 	 */
-	if (!IS_ERR(folio) && folio_test_large(folio) &&
-	    folio_test_has_hwpoisoned(folio)) {
+	if (!IS_ERR(folio) &&
+	    ((folio_test_large(folio) && folio_test_has_hwpoisoned(folio)) ||
+	     (btrfs_sf_page(folio, ecidx) &&
+	      PageHWPoison(btrfs_sf_page(folio, ecidx))))) {
 		folio_put(folio);
 		return 1;
 	}
@@ -1901,8 +1904,8 @@ void btrfs_sf_reader_end(struct btrfs_inode *inode)
  * own asynchronous window for a sequential reader).
  *
  * A folio such a reader waits for was populated first: if it is still
- * here, populate declined it and recorded it private (btrfs_sf_install()),
- * and it is read.  Readers that do not populate (a write fault of a
+ * here, populate declined it and recorded it (btrfs_sf_install()), and it
+ * is read.  Readers that do not populate (a write fault of a
  * shared mapping, a NOWAIT read or fault, btrfs send and defrag, which
  * read ahead without a file) get their whole window read, as on a
  * kernel without this, unless one that populates runs at the same time.
@@ -1919,7 +1922,8 @@ bool btrfs_sf_readahead_skip(struct btrfs_inode *inode,
 {
 	u64 pos = folio_pos(folio);
 
-	if (!rac->file || !atomic_read(&inode->sf_readers))
+	if (!rac->file || !atomic_read(&inode->sf_readers) ||
+	    !btrfs_sf_inode_eligible(inode))
 		return false;
 	if (pos < ra->start || pos >= ra->end) {
 		struct extent_map *em;
@@ -1935,7 +1939,9 @@ bool btrfs_sf_readahead_skip(struct btrfs_inode *inode,
 		btrfs_free_extent_map(em);
 	}
 	if (!ra->skip || pos < ra->start || pos + folio_size(folio) > ra->end ||
-	    btrfs_sf_known_private(inode, pos, pos + folio_size(folio)))
+	    btrfs_sf_known_private(inode, pos, pos + folio_size(folio)) ||
+	    (pos < READ_ONCE(inode->sf_declined_end) &&
+	     pos + folio_size(folio) > READ_ONCE(inode->sf_declined_start)))
 		return false;
 	folio_get(folio);
 	filemap_remove_folio(folio);
@@ -2275,9 +2281,10 @@ static bool btrfs_sf_install_large(struct btrfs_inode *inode, struct inode *cach
  * else one alias a page; drop the folio references.  Without @wait, only
  * drop them: the reads were the asynchronous window's.  Pages that could
  * not be shared after all (no physical folio, a read error, max_sharing,
- * no memory for an alias) are recorded as private, so that the reader's
- * readahead reads them instead of leaving them to populate again
- * (btrfs_sf_readahead_skip()).
+ * no memory for an alias, a folio memory failure is splitting) are
+ * recorded as declined, so that the reader's readahead reads them
+ * instead of leaving them to populate again (btrfs_sf_readahead_skip());
+ * a later populate shares them if it can.
  */
 static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 			     struct btrfs_sf_item *items, unsigned int nr,
@@ -2358,9 +2365,20 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 			folio_put(items[j].folio);
 	}
 	shared_folio_prealloc_free(&pa);
-	if (dfirst <= dlast)
-		btrfs_sf_set_private(inode, (u64)dfirst << PAGE_SHIFT,
-				     (u64)(dlast + 1) << PAGE_SHIFT);
+	if (dfirst <= dlast) {
+		u64 start = (u64)dfirst << PAGE_SHIFT;
+		u64 end = (u64)(dlast + 1) << PAGE_SHIFT;
+		u64 s = READ_ONCE(inode->sf_declined_start);
+		u64 e = READ_ONCE(inode->sf_declined_end);
+
+		/* One populate's batches extend the range (reset at its start). */
+		if (e > s) {
+			start = min(start, s);
+			end = max(end, e);
+		}
+		WRITE_ONCE(inode->sf_declined_start, start);
+		WRITE_ONCE(inode->sf_declined_end, end);
+	}
 }
 
 /*
@@ -2401,6 +2419,16 @@ static void btrfs_sf_populate_batch(struct btrfs_inode *inode, pgoff_t first,
 		btrfs_add_delayed_iput(b->owner);
 		b->owner = NULL;
 	}
+}
+
+/* Does a read from @first follow the reader's previous one (@ra)? */
+static bool btrfs_sf_ra_sequential(struct file_ra_state *ra, pgoff_t first)
+{
+	loff_t prev = READ_ONCE(ra->prev_pos);
+
+	if (prev < 0)
+		return !first;
+	return first >= (prev >> PAGE_SHIFT) && first - (prev >> PAGE_SHIFT) <= 1;
 }
 
 /**
@@ -2468,6 +2496,8 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count,
 	b.items = kvmalloc_array(BTRFS_SF_MAX_BATCH, sizeof(*b.items), GFP_NOFS);
 	if (!b.items)
 		return;
+	/* What this read declines, for its readahead (btrfs_sf_install()). */
+	WRITE_ONCE(inode->sf_declined_end, 0);
 	nofs = memalloc_nofs_save();
 	while (idx <= last) {
 		/*
@@ -2507,14 +2537,10 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count,
 	 * multiple of its size, so that the next one is aligned as batches
 	 * are.
 	 */
-	if (ra) {
-		loff_t prev = READ_ONCE(ra->prev_pos);
-
-		seq = prev < 0 ? !first :
-		      first >= (prev >> PAGE_SHIFT) && first - (prev >> PAGE_SHIFT) <= 1;
-	} else {
+	if (ra)
+		seq = btrfs_sf_ra_sequential(ra, first);
+	else
 		seq = !first || btrfs_sf_cached(mapping, first - 1);
-	}
 	win = 0;
 	if (b.marked)
 		win = max(last + 1, round_down(b.marker + BTRFS_SF_WINDOW,
@@ -2547,10 +2573,8 @@ out:
  * and only then read as usual.
  *
  * Afterwards evict the aliases the read used (shared_folio_drop_behind()),
- * and the page before them, all but the last page read: the next
- * sequential read() finds its predecessor cached, which is how
- * btrfs_sf_populate() knows a sequential reader, and small reads within
- * one page do not make its alias each time.  The page before is the one
+ * and the page before them, all but the last page read: small reads
+ * within one page do not make its alias each time.  The page before is the one
  * the previous read of a sequential reader kept.
  *
  * Context: process context, no locks held.
@@ -2561,6 +2585,13 @@ static ssize_t btrfs_sf_read_drop_behind(struct kiocb *iocb, struct iov_iter *to
 {
 	struct btrfs_inode *inode = BTRFS_I(file_inode(iocb->ki_filp));
 	struct address_space *mapping = inode->vfs_inode.i_mapping;
+	/*
+	 * The first pass moves the reader's prev_pos: the second populate is
+	 * sequential if the read was (btrfs_sf_populate()).
+	 */
+	bool seq = btrfs_sf_ra_sequential(&iocb->ki_filp->f_ra,
+					  iocb->ki_pos >> PAGE_SHIFT);
+	struct file_ra_state ra = { };
 	loff_t start = iocb->ki_pos;
 	ssize_t ret;
 	pgoff_t first, last;
@@ -2574,8 +2605,8 @@ static ssize_t btrfs_sf_read_drop_behind(struct kiocb *iocb, struct iov_iter *to
 	if (ret < 0)
 		ret = already_read;
 	if (iov_iter_count(to) && iocb->ki_pos < i_size_read(&inode->vfs_inode)) {
-		btrfs_sf_populate(inode, iocb->ki_pos, iov_iter_count(to),
-				  &iocb->ki_filp->f_ra);
+		ra.prev_pos = seq ? iocb->ki_pos : -1;
+		btrfs_sf_populate(inode, iocb->ki_pos, iov_iter_count(to), &ra);
 		ret = filemap_read(iocb, to, ret);
 	}
 
@@ -2762,6 +2793,8 @@ fault:
 	 * filemap_fault() may drop the mmap lock, and the VMA with it: the
 	 * file keeps the inode for btrfs_sf_reader_end().
 	 */
+	if (!btrfs_sf_inode_eligible(inode))
+		return filemap_fault(vmf);
 	fpin = get_file(vma->vm_file);
 	btrfs_sf_reader_begin(inode);
 	ret = filemap_fault(vmf);
