@@ -136,6 +136,8 @@ no_orphans_left() {
 
 # Page cache in KiB ("Cached" in /proc/meminfo).
 cached_kb() { awk '/^Cached:/ { print $2 }' /proc/meminfo; }
+# HardwareCorrupted in KiB (/proc/meminfo): pages taken out by memory failure.
+hw_corrupted_kb() { awk '/^HardwareCorrupted:/ { print $2 }' /proc/meminfo; }
 
 # Deterministic pseudo-random data: gen_data FILE MIB SEED
 gen_data() {

@@ -11,6 +11,12 @@
 #                        containing MATCH, from /proc/PID/smaps
 #   mapper_stop_all      SIGTERM every mapper, and wait for them
 #   audit_expect PTES    the debugfs audit: no mismatch, PTES PTEs in all
+#   sfx_begin TAG        before the model checker's mmap runs (103, 129):
+#                        counts kernel warnings so far; TAP lines read
+#                        "sfx -mTAG: ..."
+#   sfx_res OK|"not ok" TEXT, sfx_run NAME SFX-ARGS...   a TAP result; one
+#                        run of tests/progs/sfx.c and the audit after it
+#   sfx_end              no kernel warning since sfx_begin
 
 MT=$SF_PROGS/maptouch
 AUDIT=/sys/kernel/debug/shared_folio/audit
@@ -74,4 +80,34 @@ audit_expect() {
 	grep -q 'mismatches 0$' <<<"$out" || fail "audit: $out"
 	[ -z "${1:-}" ] || grep -q " ptes $1 mismatches" <<<"$out" ||
 		fail "audit: expected $1 PTEs of shared pages: $(tail -n1 <<<"$out")"
+}
+
+sfx_begin() {
+	SFX_TAG=$1
+	SFX_K0=$(dmesg | grep -cE 'WARNING:|BUG:|KASAN|Bad page|possible circular')
+}
+
+sfx_res() { echo "TAP $1 - sfx -m$SFX_TAG: $2"; }
+
+sfx_run() {
+	local name=$1 u0 h0
+	shift
+	u0=$(sf_stat unshares) h0=$(sf_stat hits)
+	if "$SF_PROGS/sfx" "$@" >/tmp/sfx.out 2>&1; then
+		sfx_res ok "$name: $(tail -n1 /tmp/sfx.out | sed 's/^sfx: //'), hits $(( $(sf_stat hits) - h0 )), unshares $(( $(sf_stat unshares) - u0 )); audit: $(tail -n1 "$AUDIT")"
+	else
+		sfx_res "not ok" "$name: $(tail -n1 /tmp/sfx.out)"; tail -n 40 /tmp/sfx.out
+	fi
+	grep -q 'mismatches 0$' "$AUDIT" || sfx_res "not ok" "$name: audit after the run: $(cat "$AUDIT")"
+}
+
+sfx_end() {
+	local k
+	k=$(( $(dmesg | grep -cE 'WARNING:|BUG:|KASAN|Bad page|possible circular') - SFX_K0 ))
+	if [ "$k" = 0 ]; then
+		sfx_res ok "0 kernel warnings"
+	else
+		sfx_res "not ok" "$k kernel warnings"
+		dmesg | grep -E -A5 'WARNING:|BUG:|KASAN|Bad page' | head -40
+	fi
 }
