@@ -1536,12 +1536,14 @@ again:
 	 * dropping its poisoned page, which our reference would make fail:
 	 * the page is read privately.
 	 */
-	if (!IS_ERR(folio) &&
-	    ((folio_test_large(folio) && folio_test_has_hwpoisoned(folio)) ||
-	     (btrfs_sf_page(folio, ecidx) &&
-	      PageHWPoison(btrfs_sf_page(folio, ecidx))))) {
-		folio_put(folio);
-		return 1;
+	if (!IS_ERR(folio)) {
+		struct page *page = btrfs_sf_page(folio, ecidx);
+
+		if ((folio_test_large(folio) && folio_test_has_hwpoisoned(folio)) ||
+		    (page && PageHWPoison(page))) {
+			folio_put(folio);
+			return 1;
+		}
 	}
 	/*
 	 * The first reader's cached copy, if it can be had; not speculatively:
@@ -2274,6 +2276,13 @@ static bool btrfs_sf_install_large(struct btrfs_inode *inode, struct inode *cach
 					     item->index, pa, BTRFS_SF_LOCKED_GFP);
 }
 
+/* Widen [*@first, *@last] to take in @index (btrfs_sf_install()'s declines). */
+static void btrfs_sf_decline(pgoff_t *first, pgoff_t *last, pgoff_t index)
+{
+	*first = min(*first, index);
+	*last = max(*last, index);
+}
+
 /*
  * Wait for each item's physical folio and install an alias of it in the
  * file's mapping: one large alias for the items a large physical folio
@@ -2304,10 +2313,8 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 
 		n = 1;
 		if (!folio) {
-			if (wait) {
-				dfirst = min(dfirst, items[i].index);
-				dlast = max(dlast, items[i].index);
-			}
+			if (wait)
+				btrfs_sf_decline(&dfirst, &dlast, items[i].index);
 			continue;
 		}
 		order = large && i >= order0_from ?
@@ -2329,8 +2336,7 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 			folio_unlock(folio);
 			for (j = i; j < i + n; j++) {
 				folio_put(items[j].folio);
-				dfirst = min(dfirst, items[j].index);
-				dlast = max(dlast, items[j].index);
+				btrfs_sf_decline(&dfirst, &dlast, items[j].index);
 			}
 			continue;
 		}
@@ -2355,8 +2361,7 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 		} else if (btrfs_sf_install_one(inode, cache, folio, &items[i], &pa)) {
 			b->hits += !items[i].read && !items[i].promoted;
 		} else {
-			dfirst = min(dfirst, items[i].index);
-			dlast = max(dlast, items[i].index);
+			btrfs_sf_decline(&dfirst, &dlast, items[i].index);
 		}
 		for (j = i; j < i + n; j++)
 			b->read |= items[j].read;
