@@ -181,6 +181,8 @@ sf_stat() { cat "$SCRATCH_SYSFS/shared_folio/$1"; }
 
 # Sectors read from a block device so far.
 dev_read_sectors() { awk '{ print $3 }' "/sys/block/${1#/dev/}/stat"; }
+# dev_read_ios DEV: read requests completed (field 1 of the same file).
+dev_read_ios() { awk '{ print $1 }' "/sys/block/${1#/dev/}/stat"; }
 
 # expect_same FILE REF: contents equal, or fail with the first difference.
 expect_same() {
