@@ -1002,7 +1002,8 @@ struct btrfs_sf_batch {
 	 * The pages the read asks for; around them, in the batch's range,
 	 * only pages whose physical folio is cached already, or that the
 	 * owner caches (to be promoted or collapsed), so that a large alias
-	 * covers them too (DOC: btrfs large aliases).
+	 * covers them too (DOC: btrfs large aliases).  Only an alias that
+	 * holds a page of the read is installed (btrfs_sf_install()).
 	 */
 	pgoff_t req_first, req_last;
 	kuid_t reader_uid;	/* the owner of the file being read */
@@ -2276,6 +2277,13 @@ static bool btrfs_sf_install_large(struct btrfs_inode *inode, struct inode *cach
 					     item->index, pa, BTRFS_SF_LOCKED_GFP);
 }
 
+/* Does [@first, @last] hold a page that @b's read asks for? */
+static bool btrfs_sf_in_read(const struct btrfs_sf_batch *b, pgoff_t first,
+			     pgoff_t last)
+{
+	return last >= b->req_first && first <= b->req_last;
+}
+
 /* Widen [*@first, *@last] to take in @index (btrfs_sf_install()'s declines). */
 static void btrfs_sf_decline(pgoff_t *first, pgoff_t *last, pgoff_t index)
 {
@@ -2313,13 +2321,24 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 
 		n = 1;
 		if (!folio) {
-			if (wait)
+			if (wait && btrfs_sf_in_read(b, items[i].index, items[i].index))
 				btrfs_sf_decline(&dfirst, &dlast, items[i].index);
 			continue;
 		}
 		order = large && i >= order0_from ?
 			btrfs_sf_alias_order(&items[i], nr - i, eof_index) : 0;
 		n = 1U << order;
+		/*
+		 * Pages around the read are in the batch only so that an alias
+		 * of the read's pages can be large: one that holds none of
+		 * them would install, and age, pages the reader never asked
+		 * for (a random reader's whole 2 MiB block, a page at a time).
+		 */
+		if (!btrfs_sf_in_read(b, items[i].index, items[i + n - 1].index)) {
+			for (j = i; j < i + n; j++)
+				folio_put(items[j].folio);
+			continue;
+		}
 		/* Before the lock: see BTRFS_SF_LOCKED_GFP. */
 		if (wait)
 			shared_folio_prealloc(&pa, GFP_NOFS);
