@@ -11,8 +11,16 @@
 # booted with movablecore= (tests/run does), when it fails.
 # online_block_again: put BLK back online.
 # in_block: how many of the PFNS on stdin lie in BLK.
+# pfn_nodes: "PFN NODE" for each PFN (decimal) on stdin, from the memory
+# blocks' nodes in sysfs (memoryB/nodeN).
 
 _mb_bs() { echo $(( 16#$(cat /sys/devices/system/memory/block_size_bytes) )); }
+
+pfn_nodes() {
+	awk -v bs="$(_mb_bs)" 'NR == FNR { node[$1] = $2; next } { print $1, node[int($1 * 4096 / bs)] }' \
+		<(for l in /sys/devices/system/memory/memory*/node*; do
+			b=${l%/node*}; echo "${b##*memory} ${l##*/node}"; done) -
+}
 
 in_block() {
 	local bs

@@ -60,6 +60,9 @@ pss_now() {
 		in_ && /^Pss:/ { kb += $2 } END { print kb + 0 }' "/proc/${MAPPER[$1]}/smaps"
 }
 
+# pfns_changed A B: how many lines (PFNs, index by index) differ.
+pfns_changed() { paste -d' ' <(echo "$1") <(echo "$2") | awk '$1 != $2' | wc -l; }
+
 mapper_stop_all() {
 	local i
 	for i in "${!MAPPER[@]}"; do kill "${MAPPER[$i]}" 2>/dev/null; done

@@ -2,7 +2,7 @@
 /*
  * maptouch: map a file, touch every page, and report what is mapped.
  *
- *   maptouch [-A] [-P] [-F] [-L|-O] FILE OUT
+ *   maptouch [-A] [-P] [-W] [-T SECS] [-F] [-L|-O] FILE OUT
  *                              map FILE whole, read-only (MAP_SHARED, or
  *                              MAP_PRIVATE with -P), read a byte of every
  *                              page, write OUT.0; on each SIGUSR1 touch the
@@ -24,6 +24,13 @@
  *                              -A: map at an address aligned to 2 MiB, so
  *                              that a PMD can map each aligned 2 MiB of the
  *                              file.
+ *                              -W: map it writable (with -P; a MAP_SHARED
+ *                              mapping opens FILE read-write), and still
+ *                              only read it: NUMA balancing scans only
+ *                              writable file mappings.
+ *                              -T SECS: each touch (the first and each one
+ *                              a SIGUSR1 asks for) reads every page over
+ *                              and over for SECS seconds, on the CPU.
  *   maptouch -w OFF STR FILE   write STR at byte OFF of FILE through a
  *                              MAP_SHARED mapping (or with -P a MAP_PRIVATE
  *                              one, which must leave FILE unchanged), msync,
@@ -49,6 +56,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -217,6 +225,8 @@ static int do_pid(const char *pid, const char *match)
 int main(int argc, char **argv)
 {
 	int private = 0, write = 0, fork_child = 0, lock = 0, align = 0, opt, fd, k = 0;
+	int writable = 0;
+	double spin = 0;
 	pid_t child = 0;
 	char cout[4096];
 	const char *wstr = NULL, *pid = NULL;
@@ -227,8 +237,14 @@ int main(int argc, char **argv)
 	volatile unsigned char sink = 0;
 
 	psz = sysconf(_SC_PAGESIZE);
-	while ((opt = getopt(argc, argv, "APFLOw:p:")) != -1) {
+	while ((opt = getopt(argc, argv, "APFLOWT:w:p:")) != -1) {
 		switch (opt) {
+		case 'W':
+			writable = 1;
+			break;
+		case 'T':
+			spin = strtod(optarg, NULL);
+			break;
 		case 'A':
 			align = 1;
 			break;
@@ -266,7 +282,7 @@ int main(int argc, char **argv)
 	if (argc - optind != 2)
 		goto usage;
 
-	fd = open(argv[optind], O_RDONLY);
+	fd = open(argv[optind], writable && !private ? O_RDWR : O_RDONLY);
 	if (fd < 0 || fstat(fd, &st))
 		die(argv[optind]);
 	pages = (st.st_size + psz - 1) / psz;
@@ -285,7 +301,8 @@ int main(int argc, char **argv)
 			die("mmap reserve");
 		p = (unsigned char *)(((uintptr_t)r + pmd - 1) & ~(uintptr_t)(pmd - 1));
 	}
-	p = mmap(p, pages * psz, PROT_READ | (private && fork_child ? PROT_WRITE : 0),
+	p = mmap(p, pages * psz,
+		 PROT_READ | ((private && fork_child) || writable ? PROT_WRITE : 0),
 		 (private ? MAP_PRIVATE : MAP_SHARED) | (align ? MAP_FIXED : 0), fd, 0);
 	if (p == MAP_FAILED)
 		die("mmap");
@@ -310,9 +327,14 @@ int main(int argc, char **argv)
 	}
 	for (;;) {
 		long f0 = faults();
+		struct timespec t0, t;
 
-		for (i = 0; i < pages; i++)
-			sink += p[i * psz];
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			for (i = 0; i < pages; i++)
+				sink += p[i * psz];
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		} while (t.tv_sec - t0.tv_sec + (t.tv_nsec - t0.tv_nsec) / 1e9 < spin);
 		report(argv[optind + 1], k++, p, pages, faults() - f0);
 		while (!again && !quit)
 			pause();
@@ -326,6 +348,6 @@ int main(int argc, char **argv)
 		again = 0;
 	}
 usage:
-	fprintf(stderr, "usage: maptouch [-A] [-P] [-F] [-L|-O] FILE OUT | maptouch [-P] -w OFF STR FILE | maptouch -p PID MATCH\n");
+	fprintf(stderr, "usage: maptouch [-A] [-P] [-W] [-T SECS] [-F] [-L|-O] FILE OUT | maptouch [-P] -w OFF STR FILE | maptouch -p PID MATCH\n");
 	return 1;
 }

@@ -4,9 +4,11 @@
  * database or a key-value store with a working set larger than its memory
  * would: the same sequence for the same seed on every kernel.
  *
- * Usage: randread FILE COUNT SEED
+ * Usage: randread FILE COUNT SEED [random]
  *   COUNT reads of 4 KiB each, page-aligned, from a xorshift sequence
  *   seeded with SEED.  Prints "randread: COUNT reads, checksum X".
+ *   "random": posix_fadvise(POSIX_FADV_RANDOM) first, so that a miss reads
+ *   only its page (no read-around from the cached pages before it).
  * Exit: 0 done, 1 a read failed or came short, 2 usage.
  */
 #define _GNU_SOURCE
@@ -14,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,13 +28,17 @@ int main(int argc, char **argv)
 	struct stat st;
 	int fd;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: randread FILE COUNT SEED\n");
+	if (argc != 4 && !(argc == 5 && !strcmp(argv[4], "random"))) {
+		fprintf(stderr, "usage: randread FILE COUNT SEED [random]\n");
 		return 2;
 	}
 	fd = open(argv[1], O_RDONLY);
 	if (fd < 0 || fstat(fd, &st)) {
 		perror(argv[1]);
+		return 2;
+	}
+	if (argc == 5 && posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM)) {
+		fprintf(stderr, "randread: posix_fadvise failed\n");
 		return 2;
 	}
 	pages = st.st_size / sizeof(buf);
