@@ -998,12 +998,17 @@ struct btrfs_sf_batch {
 	pgoff_t marker;		/* a waited-for page carried the marker */
 	bool marked;
 	bool wait;		/* installing, not the asynchronous window */
+	bool seq;		/* the read follows the reader's previous one */
 	/*
 	 * The pages the read asks for; around them, in the batch's range,
 	 * only pages whose physical folio is cached already, or that the
 	 * owner caches (to be promoted or collapsed), so that a large alias
-	 * covers them too (DOC: btrfs large aliases).  Only an alias that
-	 * holds a page of the read is installed (btrfs_sf_install()).
+	 * covers them too (DOC: btrfs large aliases).  A sequential reader
+	 * (@seq) is about to read them: they are promoted and installed as
+	 * the read's are.  For another reader only what the
+	 * extent cache holds is taken, and installed only in an alias that
+	 * holds a page of the read (btrfs_sf_get_physical(),
+	 * btrfs_sf_install()).
 	 */
 	pgoff_t req_first, req_last;
 	kuid_t reader_uid;	/* the owner of the file being read */
@@ -1012,6 +1017,13 @@ struct btrfs_sf_batch {
 	struct btrfs_inode *owner;
 	s64 owner_delta;	/* its file position minus the reader's */
 };
+
+/* Does [@first, @last] hold a page that @b's read asks for? */
+static bool btrfs_sf_in_read(const struct btrfs_sf_batch *b, pgoff_t first,
+			     pgoff_t last)
+{
+	return last >= b->req_first && first <= b->req_last;
+}
 
 /* Does @owner cache a private folio (not an alias) at file position @pos? */
 static bool btrfs_sf_owner_has_private(struct btrfs_inode *owner, u64 pos)
@@ -1546,6 +1558,12 @@ again:
 			return 1;
 		}
 	}
+	/*
+	 * Around a random read, only what the extent cache holds: no
+	 * promotion, collapse or disk read for pages nobody asked for.
+	 */
+	if (IS_ERR(folio) && !b->seq && !btrfs_sf_in_read(b, item->index, item->index))
+		return 1;
 	/*
 	 * The first reader's cached copy, if it can be had; not speculatively:
 	 * the asynchronous window leaves a page the owner has to the read
@@ -2277,13 +2295,6 @@ static bool btrfs_sf_install_large(struct btrfs_inode *inode, struct inode *cach
 					     item->index, pa, BTRFS_SF_LOCKED_GFP);
 }
 
-/* Does [@first, @last] hold a page that @b's read asks for? */
-static bool btrfs_sf_in_read(const struct btrfs_sf_batch *b, pgoff_t first,
-			     pgoff_t last)
-{
-	return last >= b->req_first && first <= b->req_last;
-}
-
 /* Widen [*@first, *@last] to take in @index (btrfs_sf_install()'s declines). */
 static void btrfs_sf_decline(pgoff_t *first, pgoff_t *last, pgoff_t index)
 {
@@ -2329,12 +2340,12 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 			btrfs_sf_alias_order(&items[i], nr - i, eof_index) : 0;
 		n = 1U << order;
 		/*
-		 * Pages around the read are in the batch only so that an alias
-		 * of the read's pages can be large: one that holds none of
-		 * them would install, and age, pages the reader never asked
-		 * for (a random reader's whole 2 MiB block, a page at a time).
+		 * Around a random read, pages are in the batch only so that
+		 * an alias of the read's pages can be large: one that holds
+		 * none of them would install, and age, pages the reader never
+		 * asked for (its whole 2 MiB block, a page at a time).
 		 */
-		if (!btrfs_sf_in_read(b, items[i].index, items[i + n - 1].index)) {
+		if (!b->seq && !btrfs_sf_in_read(b, items[i].index, items[i + n - 1].index)) {
 			for (j = i; j < i + n; j++)
 				folio_put(items[j].folio);
 			continue;
@@ -2355,7 +2366,8 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 			folio_unlock(folio);
 			for (j = i; j < i + n; j++) {
 				folio_put(items[j].folio);
-				btrfs_sf_decline(&dfirst, &dlast, items[j].index);
+				if (btrfs_sf_in_read(b, items[j].index, items[j].index))
+					btrfs_sf_decline(&dfirst, &dlast, items[j].index);
 			}
 			continue;
 		}
@@ -2379,7 +2391,7 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 				b->hits += !items[j].read && !items[j].promoted;
 		} else if (btrfs_sf_install_one(inode, cache, folio, &items[i], &pa)) {
 			b->hits += !items[i].read && !items[i].promoted;
-		} else {
+		} else if (btrfs_sf_in_read(b, items[i].index, items[i].index)) {
 			btrfs_sf_decline(&dfirst, &dlast, items[i].index);
 		}
 		for (j = i; j < i + n; j++)
@@ -2478,7 +2490,9 @@ static bool btrfs_sf_ra_sequential(struct file_ra_state *ra, pgoff_t first)
  * marks the first of them; reaching the marker starts the window after
  * that.  Random reads read only what they ask for: a random reader in a
  * file mostly cached would otherwise often follow a cached page and read
- * 2 MiB for each 4 KiB.
+ * 2 MiB for each 4 KiB.  Nor does a random read alias the pages around it
+ * that the extent cache holds, unless a large alias of its own pages
+ * holds them.
  *
  * Context: process context; takes the invalidate lock shared and the
  * file's extent range lock.
@@ -2490,7 +2504,6 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count,
 	struct btrfs_fs_info *fs_info = inode->root->fs_info;
 	struct btrfs_sf_batch b = { };
 	pgoff_t first, last, idx, eof, win, win_last;
-	bool seq;
 	unsigned int nofs;
 	loff_t isize;
 	bool large;
@@ -2522,6 +2535,11 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count,
 		return;
 	/* What this read declines, for its readahead (btrfs_sf_install()). */
 	WRITE_ONCE(inode->sf_declined_end, 0);
+	/* Before the batches, which may cache the page before @first. */
+	if (ra)
+		b.seq = btrfs_sf_ra_sequential(ra, first);
+	else
+		b.seq = !first || btrfs_sf_cached(mapping, first - 1);
 	nofs = memalloc_nofs_save();
 	while (idx <= last) {
 		/*
@@ -2561,15 +2579,11 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count,
 	 * multiple of its size, so that the next one is aligned as batches
 	 * are.
 	 */
-	if (ra)
-		seq = btrfs_sf_ra_sequential(ra, first);
-	else
-		seq = !first || btrfs_sf_cached(mapping, first - 1);
 	win = 0;
 	if (b.marked)
 		win = max(last + 1, round_down(b.marker + BTRFS_SF_WINDOW,
 					       BTRFS_SF_WINDOW));
-	else if (b.read && seq)
+	else if (b.read && b.seq)
 		win = last + 1;
 	win_last = min(eof, round_down(win + BTRFS_SF_WINDOW, BTRFS_SF_WINDOW) - 1);
 	if (win && win <= eof && !fatal_signal_pending(current))
