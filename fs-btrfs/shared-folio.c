@@ -1005,10 +1005,10 @@ struct btrfs_sf_batch {
 	 * owner caches (to be promoted or collapsed), so that a large alias
 	 * covers them too (DOC: btrfs large aliases).  A sequential reader
 	 * (@seq) is about to read them: they are promoted and installed as
-	 * the read's are.  For another reader only what the
-	 * extent cache holds is taken, and installed only in an alias that
-	 * holds a page of the read (btrfs_sf_get_physical(),
-	 * btrfs_sf_install()).
+	 * the read's are.  Around another read, a page the extent cache does
+	 * not hold is taken only into a collapse whose block holds a page of
+	 * the read (btrfs_sf_outside_ok()), and a page is installed only in
+	 * an alias that holds one (btrfs_sf_install()).
 	 */
 	pgoff_t req_first, req_last;
 	kuid_t reader_uid;	/* the owner of the file being read */
@@ -1523,6 +1523,30 @@ static struct page *btrfs_sf_page(struct folio *folio, pgoff_t ecidx)
 }
 
 /*
+ * May @items[0], which the extent cache does not hold, be read, promoted or
+ * collapsed by @b?  Yes if it is a page of the read, or of a sequential
+ * reader, which reads it next.  Around a random read, only as the start of
+ * a collapse of the first reader's folios whose block holds a page of the
+ * read: the large physical folio the read's pages would be in.  Otherwise
+ * nobody asked for it.
+ */
+static bool btrfs_sf_outside_ok(const struct btrfs_sf_batch *b,
+				const struct btrfs_sf_item *items,
+				unsigned int nr, unsigned int max_order)
+{
+	unsigned int order;
+
+	if (b->seq || btrfs_sf_in_read(b, items[0].index, items[0].index))
+		return true;
+	if (!max_order || !b->owner || items[0].owner_pos < 0 ||
+	    !btrfs_sf_owner_has_private(b->owner, items[0].owner_pos))
+		return false;
+	order = btrfs_sf_order(b, items, nr, max_order, true);
+	return order &&
+	       btrfs_sf_in_read(b, items[0].index, items[(1U << order) - 1].index);
+}
+
+/*
  * Find or start reading the physical folio of @items[0]; a new folio may be
  * large and serve the items after it too (btrfs_sf_order()).  Returns how
  * many of the @nr items it served, at least 1; each holds a reference.
@@ -1558,11 +1582,8 @@ again:
 			return 1;
 		}
 	}
-	/*
-	 * Around a random read, only what the extent cache holds: no
-	 * promotion, collapse or disk read for pages nobody asked for.
-	 */
-	if (IS_ERR(folio) && !b->seq && !btrfs_sf_in_read(b, item->index, item->index))
+	/* Not cached: may it be read, promoted or collapsed for this read? */
+	if (IS_ERR(folio) && !btrfs_sf_outside_ok(b, items, nr, max_order))
 		return 1;
 	/*
 	 * The first reader's cached copy, if it can be had; not speculatively:
@@ -2295,6 +2316,16 @@ static bool btrfs_sf_install_large(struct btrfs_inode *inode, struct inode *cach
 					     item->index, pa, BTRFS_SF_LOCKED_GFP);
 }
 
+/*
+ * Is a page that could not be shared at @index one @b's reader's readahead
+ * must read (btrfs_sf_readahead_skip())?  A page of the read, or one a
+ * sequential reader reads next.
+ */
+static bool btrfs_sf_may_decline(const struct btrfs_sf_batch *b, pgoff_t index)
+{
+	return b->seq || btrfs_sf_in_read(b, index, index);
+}
+
 /* Widen [*@first, *@last] to take in @index (btrfs_sf_install()'s declines). */
 static void btrfs_sf_decline(pgoff_t *first, pgoff_t *last, pgoff_t index)
 {
@@ -2332,7 +2363,7 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 
 		n = 1;
 		if (!folio) {
-			if (wait && btrfs_sf_in_read(b, items[i].index, items[i].index))
+			if (wait && btrfs_sf_may_decline(b, items[i].index))
 				btrfs_sf_decline(&dfirst, &dlast, items[i].index);
 			continue;
 		}
@@ -2366,7 +2397,7 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 			folio_unlock(folio);
 			for (j = i; j < i + n; j++) {
 				folio_put(items[j].folio);
-				if (btrfs_sf_in_read(b, items[j].index, items[j].index))
+				if (btrfs_sf_may_decline(b, items[j].index))
 					btrfs_sf_decline(&dfirst, &dlast, items[j].index);
 			}
 			continue;
@@ -2391,7 +2422,7 @@ static void btrfs_sf_install(struct btrfs_inode *inode, struct inode *cache,
 				b->hits += !items[j].read && !items[j].promoted;
 		} else if (btrfs_sf_install_one(inode, cache, folio, &items[i], &pa)) {
 			b->hits += !items[i].read && !items[i].promoted;
-		} else if (btrfs_sf_in_read(b, items[i].index, items[i].index)) {
+		} else if (btrfs_sf_may_decline(b, items[i].index)) {
 			btrfs_sf_decline(&dfirst, &dlast, items[i].index);
 		}
 		for (j = i; j < i + n; j++)
@@ -2535,7 +2566,10 @@ void btrfs_sf_populate(struct btrfs_inode *inode, loff_t pos, size_t count,
 		return;
 	/* What this read declines, for its readahead (btrfs_sf_install()). */
 	WRITE_ONCE(inode->sf_declined_end, 0);
-	/* Before the batches, which may cache the page before @first. */
+	/*
+	 * Before the batches, which may cache the page before @first: a
+	 * random fault would look sequential.
+	 */
 	if (ra)
 		b.seq = btrfs_sf_ra_sequential(ra, first);
 	else
