@@ -67,7 +67,7 @@ DEBUG_SFX_OPS ?= 10000
 DEBUG_CASES ?=
 check-debug: deps
 	@bz=$$(qemu/kbuild debug) || exit 1; rc=0; \
-	SF_CASE_TIMEOUT=5400 SF_SUITE_TIMEOUT=14400 SFX_OPS=$(DEBUG_SFX_OPS) \
+	SF_CASE_TIMEOUT=5400 SF_SUITE_TIMEOUT=14400 SFX_OPS=$(DEBUG_SFX_OPS) SF_DRGN_SECS=2400 \
 		tests/run -k "$$bz" --guest-only $(DEBUG_CASES) || rc=1; \
 	tests/debug-scan build/test-logs/guest-dmesg-*.log || rc=1; exit $$rc
 
