@@ -183,6 +183,8 @@ sf_stat() { cat "$SCRATCH_SYSFS/shared_folio/$1"; }
 dev_read_sectors() { awk '{ print $3 }' "/sys/block/${1#/dev/}/stat"; }
 # dev_read_ios DEV: read requests completed (field 1 of the same file).
 dev_read_ios() { awk '{ print $1 }' "/sys/block/${1#/dev/}/stat"; }
+# vmstat_of NAME: the /proc/vmstat counter NAME, per-CPU deltas folded in.
+vmstat_of() { echo 1 >/proc/sys/vm/stat_refresh; awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 
 # expect_same FILE REF: contents equal, or fail with the first difference.
 expect_same() {

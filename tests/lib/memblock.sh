@@ -11,6 +11,7 @@
 # booted with movablecore= (tests/run does), when it fails.
 # online_block_again: put BLK back online.
 # in_block: how many of the PFNS on stdin lie in BLK.
+# cpu_of_node N: the first CPU of node N, or nothing.
 # pfn_nodes: "PFN NODE" for each PFN (decimal) on stdin, from the memory
 # blocks' nodes in sysfs (memoryB/nodeN).
 
@@ -20,6 +21,14 @@ pfn_nodes() {
 	awk -v bs="$(_mb_bs)" 'NR == FNR { node[$1] = $2; next } { print $1, node[int($1 * 4096 / bs)] }' \
 		<(for l in /sys/devices/system/memory/memory*/node*; do
 			b=${l%/node*}; echo "${b##*memory} ${l##*/node}"; done) -
+}
+
+# cpu_of_node N: the first CPU of node N (sysfs cpuC/nodeN links), or nothing.
+cpu_of_node() {
+	local c
+	for c in /sys/devices/system/cpu/cpu[0-9]*; do
+		[ -e "$c/node$1" ] && { echo "${c##*cpu}"; return; }
+	done
 }
 
 in_block() {
